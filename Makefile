@@ -1,0 +1,40 @@
+# zeropipe — set-up, training, tests, lint and benchmarks. Everything runs in $(VENV).
+# TORCH_SPEC pins the CPU wheel (a bare `pip install torch` would pull a multi-GB CUDA build);
+# on a GPU machine set it to the build you want, e.g. `make install TORCH_SPEC=torch==2.13.0+cu128`.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+CONFIG ?= configs/cartpole_muzero.yaml
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install train test lint format bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+train: $(STAMP)
+	$(VENV)/bin/zeropipe train $(CONFIG)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix src tests benchmarks
+	$(VENV)/bin/ruff format src tests benchmarks
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

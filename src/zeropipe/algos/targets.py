@@ -1,0 +1,139 @@
+"""Learning targets that need a network: n-step value bootstraps and policy reanalysis.
+
+Runs in: driver. The buffer returns raw windows (rewards already summed and discounted, the frames
+to bootstrap from, masks); this module runs the *target* network over them (lightzero_facts §2.7,
+§2.8, pitfall 11: value targets and reanalysis use the target model in eval mode). It never mutates
+the buffer: reanalysed policy targets come back as a write-back for the caller to apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from zeropipe.algos.acting import NetworkSearch
+from zeropipe.algos.observation import stack_frames, to_tensor
+from zeropipe.buffer import ReanalysisBatch, ReplayBatch
+from zeropipe.mcts import SearchConfig
+from zeropipe.models import MuZeroNetwork, logits_to_scalar
+
+# Bootstrap observations go through the target network in slices of this many, so a large batch
+# never allocates one huge activation tensor.
+_INFER_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class PolicyWriteback:
+    """Reanalysed policy targets to write back into the buffer."""
+
+    indices: np.ndarray  # [R] int64 flat transition indices
+    visits: np.ndarray  # [R, A] float32 normalised visit distributions
+    make_time: np.ndarray  # [R] int64
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Per-batch learning targets as tensors."""
+
+    value: torch.Tensor  # [B, K+1] scalar value targets
+    reward: torch.Tensor  # [B, K] scalar reward targets
+    policy: torch.Tensor  # [B, K+1, A] policy targets
+    writeback: PolicyWriteback | None
+
+
+class TargetComputer:
+    """Computes value and (optionally reanalysed) policy targets with the target network.
+
+    Args:
+        target_network: the learner's target model; used in eval mode, never trained.
+        frame_ndim: axes of one observation frame.
+        search_cfg: search settings for reanalysis (noise per `reanalyze_noise`).
+        reanalyze_ratio: fraction of each batch whose policy targets are re-searched.
+        seed: seed of the reanalysis noise generator.
+        device: device of the target network.
+    """
+
+    def __init__(
+        self,
+        target_network: MuZeroNetwork,
+        frame_ndim: int,
+        search_cfg: SearchConfig,
+        reanalyze_ratio: float,
+        seed: int,
+        device: str = "cpu",
+    ) -> None:
+        self.network = target_network
+        self.frame_ndim = frame_ndim
+        self.search_cfg = search_cfg
+        self.reanalyze_ratio = reanalyze_ratio
+        self.device = torch.device(device)
+        self.rng = np.random.default_rng(seed)
+        self._search = NetworkSearch(target_network, frame_ndim, device)
+
+    @torch.no_grad()
+    def compute(self, batch: ReplayBatch) -> Targets:
+        """Targets for one sampled batch."""
+        value = self._value_targets(batch)
+        policy = batch.policy_targets
+        writeback = None
+        num_reanalyze = round(batch.policy_targets.shape[0] * self.reanalyze_ratio)
+        if num_reanalyze > 0:
+            policy, writeback = self._reanalyze_policy(batch, num_reanalyze)
+        return Targets(
+            value=torch.from_numpy(value).to(self.device),
+            reward=to_tensor(batch.reward_targets, self.device),
+            policy=to_tensor(policy, self.device),
+            writeback=writeback,
+        )
+
+    def bootstrap_values(self, frames: np.ndarray) -> np.ndarray:
+        """Target-network values of stacked frames [M, S, *frame] → [M] float32."""
+        self.network.eval()
+        values = np.empty(frames.shape[0], dtype=np.float32)
+        for start in range(0, frames.shape[0], _INFER_CHUNK):
+            chunk = stack_frames(frames[start : start + _INFER_CHUNK], self.frame_ndim)
+            out = self.network.initial_inference(to_tensor(chunk, self.device))
+            scalar = logits_to_scalar(out.value_logits.float(), self.network.value_support)
+            values[start : start + chunk.shape[0]] = scalar.cpu().numpy()
+        return values
+
+    def _value_targets(self, batch: ReplayBatch) -> np.ndarray:
+        discount = batch.bootstrap_discount  # [B, K+1]
+        value = batch.value_reward_sum.astype(np.float32, copy=True)
+        need = discount > 0
+        if need.any():
+            frames = batch.bootstrap_obs[need]  # [M, S, *frame]
+            value[need] += discount[need] * self.bootstrap_values(frames)
+        return value * batch.value_mask
+
+    def _reanalyze_policy(self, batch: ReplayBatch, num: int) -> tuple[np.ndarray, PolicyWriteback]:
+        policy = batch.policy_targets.copy()
+        s = batch.bootstrap_obs.shape[2]
+        k1 = policy.shape[1]
+        # Root of unroll step k is the stack obs[k : k+S]; only states that exist get a target.
+        rows, cols = np.nonzero(batch.policy_mask[:num] > 0)
+        offsets = cols[:, None] + np.arange(s)[None, :]
+        frames = batch.obs[rows[:, None], offsets]  # [R, S, *frame]
+        visits = self.search_visits(frames, batch.legal_masks[rows, cols])
+        policy[rows, cols] = visits
+        flat = batch.target_indices[rows, cols]
+        keep = flat >= 0
+        make_time = np.broadcast_to(batch.make_time[:, None], (batch.make_time.shape[0], k1))
+        writeback = PolicyWriteback(
+            indices=flat[keep], visits=visits[keep], make_time=make_time[rows, cols][keep]
+        )
+        return policy, writeback
+
+    def search_visits(self, frames: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Re-search roots [R, S, *frame] with the target network → visit distributions [R, A]."""
+        if frames.shape[0] == 0:
+            return np.zeros((0, legal.shape[1]), dtype=np.float32)
+        result = self._search.search(frames, legal, self.search_cfg, self.rng, add_noise=True)
+        return result.visit_dist
+
+    def reanalyze(self, roots: ReanalysisBatch) -> PolicyWriteback:
+        """Periodic buffer reanalysis: fresh policy targets for the given roots."""
+        visits = self.search_visits(roots.obs, roots.legal_masks)
+        return PolicyWriteback(indices=roots.indices, visits=visits, make_time=roots.make_time)

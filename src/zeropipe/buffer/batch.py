@@ -1,0 +1,76 @@
+"""ReplayBatch and ReanalysisBatch: what the buffer hands to the driver-side target computer.
+
+Runs in: driver. Everything here is raw stored data arranged into windows; nothing needs a
+network. The caller turns a ReplayBatch into training targets, e.g. the value target of unroll
+step k is `value_reward_sum[:, k] + bootstrap_discount[:, k] * v_target(bootstrap_obs[:, k])`.
+Letters: B batch, K unroll steps, S frame stack, A actions, R reanalysis roots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ReplayBatch:
+    """Unroll windows and network-free targets for B roots.
+
+    Below, pos is the root's position in its segment, n the segment's stored steps (own + padding),
+    c = pos + k, and td = min(T, n - c) for c <= n.
+
+    Attributes:
+        obs: [B, S+K, *frame] frames obs[pos : pos+S+K]; the model input of unroll step k is the
+            stack obs[:, k : k+S]. Frames past the stored data repeat the last stored frame.
+        actions: [B, K] int64 a[pos+k]; uniform random actions where pos+k >= n.
+        reward_targets: [B, K] float32 r[pos+k] (0 where pos+k >= n).
+        reward_mask: [B, K] float32, 1 where pos+k < n.
+        policy_targets: [B, K+1, A] float32 stored child visits at c (zeros where c >= n).
+        policy_mask: [B, K+1] float32, 1 where c < n.
+        value_reward_sum: [B, K+1] float32 sum_{i<td} discount^i r[c+i].
+        bootstrap_discount: [B, K+1] float32 discount^td when the value at c+td is bootstrapped;
+            0 when c+td is a true terminal (Monte-Carlo return) or c > n.
+        bootstrap_obs: [B, K+1, S, *frame] the frame stack of state c+td (arbitrary where
+            bootstrap_discount == 0).
+        value_mask: [B, K+1] float32, 1 where c <= n (the state exists in the stored data).
+        legal_masks: [B, K+1, A] bool legal actions at c (all True where c > n).
+        target_indices: [B, K+1] int64 flat index of position c when c < length of the same
+            segment (an own transition that can be written back to), else -1.
+        weights: [B] float32 importance-sampling weights (ones without PER).
+        indices: [B] int64 flat transition index of each root (priority write-back).
+        make_time: [B] int64 logical time of the sample (stale after a later eviction).
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    reward_targets: np.ndarray
+    reward_mask: np.ndarray
+    policy_targets: np.ndarray
+    policy_mask: np.ndarray
+    value_reward_sum: np.ndarray
+    bootstrap_discount: np.ndarray
+    bootstrap_obs: np.ndarray
+    value_mask: np.ndarray
+    legal_masks: np.ndarray
+    target_indices: np.ndarray
+    weights: np.ndarray
+    indices: np.ndarray
+    make_time: np.ndarray
+
+
+@dataclass(frozen=True)
+class ReanalysisBatch:
+    """Roots chosen for a periodic reanalysis pass.
+
+    Attributes:
+        obs: [R, S, *frame] frame stacks of the roots.
+        legal_masks: [R, A] bool legal actions at the roots.
+        indices: [R] int64 flat transition indices (for write_policy_targets).
+        make_time: [R] int64 logical time of the sample.
+    """
+
+    obs: np.ndarray
+    legal_masks: np.ndarray
+    indices: np.ndarray
+    make_time: np.ndarray

@@ -1,0 +1,135 @@
+"""Unroll windows: gather a ReplayBatch for B roots from the store with one gather per field.
+
+Runs in: driver. No per-sample Python: every field is an index array [B, ...] built from the roots'
+segment offsets, clamped into the stored data, and gathered from the rings by fancy indexing.
+
+Value targets are n-step returns with the terminal/truncation distinction the reference lacks
+(lightzero_facts §2.7, §9.2): for c = pos + k <= n, td = min(T, n - c), the reward sum over
+[c, c+td) is bootstrapped at state c+td with discount^td, unless c+td == n is a true terminal
+(ends_episode and terminated), where the return is Monte-Carlo (discount 0). A time-limit
+truncation bootstraps from the final observation obs[n].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from zeropipe.buffer.batch import ReplayBatch
+from zeropipe.buffer.store import SegmentRows, SegmentStore
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """Geometry shared by every window of one buffer."""
+
+    num_unroll_steps: int  # K
+    td_steps: int  # T
+    discount: float
+
+
+def frame_stacks(store: SegmentStore, seg: SegmentRows, states: np.ndarray) -> np.ndarray:
+    """Frame stacks of stored states: [...] positions -> [..., S, *frame].
+
+    The stack of state t is obs[t : t+S] of its segment (obs[t+S-1] is the newest frame); frame
+    indices past the stored data repeat the last stored frame. `seg` arrays must broadcast
+    against `states` after adding a trailing axis.
+    """
+    s = store.spec.frame_stack
+    last = seg.num_stored + s - 1
+    frame = np.minimum(states[..., None] + np.arange(s), last[..., None])
+    return store.frames.take("obs", seg.frame_offset[..., None] + frame)
+
+
+def build_batch(
+    store: SegmentStore,
+    roots: tuple[np.ndarray, np.ndarray],
+    spec: WindowSpec,
+    rng: np.random.Generator,
+    **sampling: np.ndarray,
+) -> ReplayBatch:
+    """ReplayBatch for roots given as (table rows [B], positions [B]).
+
+    Args:
+        store: the stored segments.
+        roots: table rows and positions (< length) of the roots.
+        spec: unroll and n-step geometry.
+        rng: source of the random actions that pad unrolls past the stored data.
+        **sampling: weights, indices and make_time, passed through.
+
+    Returns:
+        The batch; see ReplayBatch for every field's meaning and shape.
+    """
+    rows, pos = roots
+    seg = store.rows_of(rows)
+    fields = _unroll_fields(store, seg, pos, spec, rng)
+    fields.update(_value_fields(store, seg, pos, spec))
+    return ReplayBatch(**fields, **sampling)
+
+
+def _unroll_fields(
+    store: SegmentStore,
+    seg: SegmentRows,
+    pos: np.ndarray,
+    spec: WindowSpec,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    k = spec.num_unroll_steps
+    s = store.spec.frame_stack
+    n = seg.num_stored[:, None]
+    last_frame = n + s - 1
+    frame = np.minimum(pos[:, None] + np.arange(s + k), last_frame)  # [B, S+K]
+    obs = store.frames.take("obs", seg.frame_offset[:, None] + frame)
+
+    c = pos[:, None] + np.arange(k + 1)  # [B, K+1]
+    step = seg.step_offset[:, None] + np.minimum(c, n)  # row n of a segment is its zero row
+    in_data = c < n
+    stored_actions = store.steps.take("actions", step[:, :k])
+    random_actions = rng.integers(store.spec.num_actions, size=stored_actions.shape)
+    visits = store.steps.take("child_visits", step)
+    legal = store.steps.take("action_masks", step)
+    return {
+        "obs": obs,
+        "actions": np.where(in_data[:, :k], stored_actions, random_actions).astype(np.int64),
+        "reward_targets": np.where(
+            in_data[:, :k], store.steps.take("rewards", step[:, :k]), 0.0
+        ).astype(np.float32),
+        "reward_mask": in_data[:, :k].astype(np.float32),
+        "policy_targets": np.where(in_data[..., None], visits, 0.0).astype(np.float32),
+        "policy_mask": in_data.astype(np.float32),
+        "legal_masks": np.where((c <= n)[..., None], legal, True),
+        "target_indices": np.where(c < seg.length[:, None], seg.flat_start[:, None] + c, -1),
+    }
+
+
+def _value_fields(
+    store: SegmentStore, seg: SegmentRows, pos: np.ndarray, spec: WindowSpec
+) -> dict[str, np.ndarray]:
+    k, t = spec.num_unroll_steps, spec.td_steps
+    n = seg.num_stored[:, None]
+    c = pos[:, None] + np.arange(k + 1)  # [B, K+1]
+    exists = c <= n
+    td = np.clip(np.minimum(t, n - c), 0, t)  # [B, K+1]
+
+    i = np.arange(t)  # [T]
+    reward_rows = seg.step_offset[:, None, None] + np.minimum(c[..., None] + i, n[..., None])
+    rewards = store.steps.take("rewards", reward_rows).astype(np.float64)  # [B, K+1, T]
+    powers = spec.discount ** i.astype(np.float64)
+    reward_sum = np.sum(np.where(i < td[..., None], rewards * powers, 0.0), axis=-1)
+
+    target = np.minimum(c + td, n)  # state c+td, clamped into the data where c > n
+    terminal = (target == n) & (seg.ends_episode & seg.terminated)[:, None]
+    discount = np.where(exists & ~terminal, spec.discount ** td.astype(np.float64), 0.0)
+    bootstrap_obs = frame_stacks(store, _expand(seg), target)  # [B, K+1, S, *frame]
+    return {
+        "value_reward_sum": np.where(exists, reward_sum, 0.0).astype(np.float32),
+        "bootstrap_discount": discount.astype(np.float32),
+        "bootstrap_obs": bootstrap_obs,
+        "value_mask": exists.astype(np.float32),
+    }
+
+
+def _expand(seg: SegmentRows) -> SegmentRows:
+    """Add a trailing axis to every per-root array so it broadcasts against [B, K+1]."""
+    return SegmentRows(**{name: value[:, None] for name, value in vars(seg).items()})

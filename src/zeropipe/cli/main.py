@@ -1,0 +1,109 @@
+"""Command line: `zeropipe train | config | eval`.
+
+Runs in: driver. A thin layer: it parses arguments, loads and checks the config (before anything is
+written to the run directory), and calls the pipeline. Exit status: 0 when a run ended by its own
+stop rule, 2 for a bad configuration, 130 after Ctrl-C, 1 for any other error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
+
+log = logging.getLogger("zeropipe.cli")
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zeropipe", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("config", help="experiment YAML file, e.g. configs/cartpole_muzero.yaml")
+    common.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set policy.batch_size=64 (repeatable)",
+    )
+    train = sub.add_parser("train", parents=[common], help="train an agent")
+    train.add_argument(
+        "--async-pipeline",
+        action="store_true",
+        help="use the async segment pipeline (same as policy.async_pipeline.enabled: true)",
+    )
+    train.add_argument("--quiet", action="store_true", help="no progress line or info logs")
+    sub.add_parser("config", parents=[common], help="print the resolved config")
+    return parser
+
+
+def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
+    """Load the config and check everything that can be checked before a run starts.
+
+    Raises:
+        ConfigError: bad file, key, value, env id or policy type.
+    """
+    from zeropipe.algos.registry import UnsupportedPolicyError, algo_spec
+    from zeropipe.envs import EnvError, check_env_id
+
+    cfg = load_config(path, overrides)
+    try:
+        check_env_id(cfg.env.env_id)
+    except EnvError as exc:
+        raise ConfigError(f"env.env_id: {exc}") from None
+    try:
+        algo_spec(cfg.policy.type)
+    except UnsupportedPolicyError as exc:
+        raise ConfigError(str(exc)) from None
+    return cfg
+
+
+def _train(args: argparse.Namespace) -> int:
+    cfg = load_checked(args.config, args.overrides)
+    if args.async_pipeline:
+        cfg.policy.async_pipeline.enabled = True
+    if cfg.policy.async_pipeline.enabled:
+        raise ConfigError(
+            "the async pipeline is not part of this version yet; run without --async-pipeline"
+        )
+    from zeropipe.pipeline.sync import train_sync
+
+    summary = train_sync(cfg)
+    print(
+        f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
+        f"{summary.train_iter}, best eval {summary.best_reward}, {summary.wall_s:.0f}s; "
+        f"outputs in {cfg.exp_name}/",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `zeropipe` console script."""
+    args = _parser().parse_args(argv)
+    quiet = getattr(args, "quiet", False)
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
+    try:
+        if args.command == "config":
+            sys.stdout.write(dump_config(load_config(args.config, args.overrides)))
+            return EXIT_OK
+        return _train(args)
+    except ConfigError as exc:
+        print(f"zeropipe: config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        print("\nzeropipe: interrupted; final checkpoint written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

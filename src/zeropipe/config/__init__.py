@@ -1,0 +1,26 @@
+"""Experiment configuration: schema, YAML loading, overrides."""
+
+from zeropipe.config.loader import ConfigError, config_from_dict, dump_config, load_config
+from zeropipe.config.schema import (
+    POLICY_TYPES,
+    AsyncPipelineConfig,
+    EnvConfig,
+    EpsilonGreedyConfig,
+    ExperimentConfig,
+    ModelConfig,
+    PolicyConfig,
+)
+
+__all__ = [
+    "POLICY_TYPES",
+    "AsyncPipelineConfig",
+    "ConfigError",
+    "EnvConfig",
+    "EpsilonGreedyConfig",
+    "ExperimentConfig",
+    "ModelConfig",
+    "PolicyConfig",
+    "config_from_dict",
+    "dump_config",
+    "load_config",
+]

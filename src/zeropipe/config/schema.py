@@ -1,0 +1,305 @@
+"""The experiment configuration: pydantic v2 models, the one source of field names and defaults.
+
+Runs in: any. Field names follow LightZero's where a user would look for them. Every model forbids
+unknown keys, so a typo is an error that names its YAML path, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+POLICY_TYPES = (
+    "muzero",
+    "muzero_context",
+    "muzero_rnn_full_obs",
+    "efficientzero",
+    "sampled_efficientzero",
+    "sampled_muzero",
+    "gumbel_muzero",
+    "stochastic_muzero",
+    "unizero",
+    "sampled_unizero",
+)
+PolicyType = Literal[
+    "muzero",
+    "muzero_context",
+    "muzero_rnn_full_obs",
+    "efficientzero",
+    "sampled_efficientzero",
+    "sampled_muzero",
+    "gumbel_muzero",
+    "stochastic_muzero",
+    "unizero",
+    "sampled_unizero",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class EnvConfig(_Strict):
+    """Which environment to play and how to preprocess it."""
+
+    env_id: str = Field(
+        description="gymnasium env id (Discrete actions, Box observations), e.g. CartPole-v1, "
+        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env)."
+    )
+    collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
+    evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
+    n_evaluator_episode: int = Field(3, ge=1, description="Episodes per evaluation.")
+    stop_value: float = Field(
+        1e9, description="Stop the run once an eval reward_mean reaches this value."
+    )
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="Time limit for training episodes (None: the env's own limit)."
+    )
+    eval_max_episode_steps: int | None = Field(
+        None, ge=1, description="Time limit for eval episodes (None: the env's own limit)."
+    )
+    frame_stack: int = Field(
+        1, ge=1, description="Observations stacked as the model input (Atari: 4 gray frames)."
+    )
+    # Atari preprocessing. ALE v5 ids are created with frameskip=1 and no sticky actions, and the
+    # skip/stickiness below is applied once, by our wrappers (LightZero PR #494: double skipping).
+    frame_skip: int = Field(4, ge=1, description="Atari: repeat each action this many frames.")
+    sticky_action_prob: float = Field(
+        0.0, ge=0.0, le=1.0, description="Atari: probability of repeating the previous action."
+    )
+    noop_max: int = Field(30, ge=0, description="Atari: up to this many no-ops after a reset.")
+    gray_scale: bool = Field(True, description="Atari: grayscale (1 channel) instead of RGB (3).")
+    obs_size: int = Field(64, ge=16, description="Atari: frames resized to obs_size×obs_size.")
+    clip_rewards: bool = Field(True, description="Atari: clip training rewards to {-1,0,1}.")
+    episode_life: bool = Field(
+        True, description="Atari: a lost life ends a training episode (eval plays full games)."
+    )
+
+
+class ModelConfig(_Strict):
+    """Network sizes. `kind: auto` picks mlp for vector observations and conv for images."""
+
+    kind: Literal["auto", "mlp", "conv"] = Field("auto", description="Encoder family.")
+    latent_dim: int = Field(128, ge=1, description="mlp: latent state size.")
+    hidden_dim: int = Field(128, ge=1, description="mlp: hidden layer width.")
+    num_layers: int = Field(2, ge=1, description="mlp: hidden layers per network.")
+    num_channels: int = Field(64, ge=1, description="conv: latent channels.")
+    num_res_blocks: int = Field(1, ge=1, description="conv: residual blocks per stage.")
+    downsample: bool = Field(True, description="conv: downsample 64/96 px frames to 8/6 px.")
+    head_channels: int = Field(16, ge=1, description="conv: channels of value/policy/reward heads.")
+    head_hidden_dim: int = Field(32, ge=1, description="Hidden width of the output heads.")
+    norm_type: Literal["BN", "LN"] = Field("BN", description="Normalisation layers.")
+    value_support_range: tuple[int, int, int] = Field(
+        (-300, 301, 1), description="Categorical value support as (start, stop, step)."
+    )
+    reward_support_range: tuple[int, int, int] = Field(
+        (-300, 301, 1), description="Categorical reward support as (start, stop, step)."
+    )
+    state_norm: bool = Field(False, description="Min-max normalise latent states (MuZero app. G).")
+    proj_hidden_dim: int = Field(256, ge=1, description="SSL projection hidden width.")
+    proj_out_dim: int = Field(256, ge=1, description="SSL projection output width.")
+    pred_hidden_dim: int = Field(128, ge=1, description="SSL predictor hidden width.")
+
+
+class EpsilonGreedyConfig(_Strict):
+    """Epsilon-greedy exploration on top of the search's visit distribution (collect only)."""
+
+    eps_greedy_exploration_in_collect: bool = Field(False, description="Enable epsilon-greedy.")
+    type: Literal["linear", "exp"] = Field("linear", description="Decay shape over env steps.")
+    start: float = Field(1.0, ge=0.0, le=1.0, description="Epsilon at env step 0.")
+    end: float = Field(0.05, ge=0.0, le=1.0, description="Final epsilon.")
+    decay: int = Field(100_000, ge=1, description="Env steps over which epsilon decays.")
+
+
+class AsyncPipelineConfig(_Strict):
+    """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
+
+    enabled: bool = Field(False, description="Run the async pipeline (CLI: --async-pipeline).")
+    num_collector_actors: int = Field(1, ge=1, description="Collector worker processes.")
+    num_evaluator_actors: int = Field(1, ge=1, description="Evaluator worker processes.")
+    max_collect_inflight: int | None = Field(
+        None, ge=1, description="Collect requests running at once (None: num_collector_actors)."
+    )
+    max_eval_inflight: int = Field(1, ge=1, description="Eval requests running at once.")
+    max_train_chunk_steps: int = Field(
+        4, ge=1, description="Learner steps before the driver yields to messages."
+    )
+    weight_sync_interval: int = Field(
+        1, ge=1, description="Minimum train_iter gap between published snapshots."
+    )
+    max_policy_lag: int = Field(
+        0,
+        description="Max collector version lag; exceeding it forces a publish; < 0 never forces.",
+    )
+    max_train_budget_queue_size: int | None = Field(
+        None,
+        ge=1,
+        description="Train-budget queue cap for backpressure, inactive until the buffer is "
+        "trainable (None: 2 × num_collector_actors).",
+    )
+    eval_at_start: bool = Field(False, description="Evaluate once before training.")
+    collector_num_cpus: int = Field(1, ge=1, description="Torch threads per collector worker.")
+    evaluator_num_cpus: int = Field(1, ge=1, description="Torch threads per evaluator worker.")
+    collector_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per collector worker.")
+    evaluator_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per evaluator worker.")
+    buffer_stats_interval: int = Field(
+        100, ge=1, description="Buffer statistics logging interval in train_iter."
+    )
+    poll_interval_s: float = Field(0.1, gt=0.0, description="Driver idle poll interval.")
+    shutdown_timeout_s: float = Field(
+        30.0, gt=0.0, description="Time allowed for workers to exit before they are killed."
+    )
+    ray_local_mode: bool = Field(
+        False, description="Reserved for the Ray backend: run Ray in local mode."
+    )
+
+    @property
+    def resolved_max_collect_inflight(self) -> int:
+        """`max_collect_inflight`, defaulting to the number of collector actors."""
+        if self.max_collect_inflight is None:
+            return self.num_collector_actors
+        return self.max_collect_inflight
+
+    @property
+    def resolved_max_train_budget_queue_size(self) -> int:
+        """`max_train_budget_queue_size`, defaulting to max(1, 2 × num_collector_actors)."""
+        if self.max_train_budget_queue_size is None:
+            return max(1, 2 * self.num_collector_actors)
+        return self.max_train_budget_queue_size
+
+
+class PolicyConfig(_Strict):
+    """Algorithm, search, replay and learner settings (LightZero's `policy` section)."""
+
+    type: PolicyType = Field("muzero", description="Policy type; see DESIGN §3 for all ten.")
+    device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
+    # search
+    num_simulations: int = Field(25, ge=1, description="MCTS simulations per collect step.")
+    eval_num_simulations: int | None = Field(
+        None, ge=1, description="Simulations per eval step (None: num_simulations)."
+    )
+    reanalyze_num_simulations: int | None = Field(
+        None, ge=1, description="Simulations per reanalysis root (None: num_simulations)."
+    )
+    discount_factor: float = Field(0.997, gt=0.0, le=1.0, description="Discount γ.")
+    pb_c_base: float = Field(19652.0, gt=0.0, description="PUCT c_base (MuZero app. B).")
+    pb_c_init: float = Field(1.25, gt=0.0, description="PUCT c_init (MuZero app. B).")
+    root_dirichlet_alpha: float = Field(0.3, gt=0.0, description="Root Dirichlet noise α.")
+    root_noise_weight: float = Field(0.25, ge=0.0, le=1.0, description="Root noise mix weight.")
+    value_delta_max: float = Field(
+        0.01, ge=0.0, description="Minimum Q range used by min-max normalisation."
+    )
+    fixed_temperature_value: float = Field(
+        0.25, gt=0.0, description="Visit-count temperature when no manual decay is used."
+    )
+    manual_temperature_decay: bool = Field(
+        False, description="Temperature 1 → 0.5 → 0.25 over the training-steps threshold."
+    )
+    threshold_training_steps_for_final_temperature: int = Field(
+        100_000, ge=1, description="Train iterations at which the decayed temperature is final."
+    )
+    eps: EpsilonGreedyConfig = Field(
+        default_factory=EpsilonGreedyConfig, description="Epsilon-greedy exploration."
+    )
+    # data
+    game_segment_length: int = Field(50, ge=1, description="Transitions per game segment (L).")
+    num_segments: int | None = Field(
+        None, ge=1, description="Segments per collect call (None: collector_env_num)."
+    )
+    num_unroll_steps: int = Field(5, ge=1, description="Unroll steps K of the learner.")
+    td_steps: int = Field(5, ge=1, description="n of the n-step value target (T).")
+    replay_buffer_size: int = Field(
+        1_000_000, ge=1, description="Replay capacity in transitions (FIFO eviction)."
+    )
+    batch_size: int = Field(256, ge=1, description="Learner batch size.")
+    replay_ratio: float = Field(
+        0.25,
+        gt=0.0,
+        description="Learner steps per collected transition (if no update_per_collect).",
+    )
+    update_per_collect: int | None = Field(
+        None, ge=1, description="Fixed learner steps per collect (overrides replay_ratio)."
+    )
+    train_start_after_envsteps: int = Field(
+        0, ge=0, description="Training starts once more env steps than this were collected."
+    )
+    use_priority: bool = Field(False, description="Prioritized replay (PER).")
+    priority_prob_alpha: float = Field(0.6, ge=0.0, description="PER exponent α.")
+    priority_prob_beta: float = Field(0.4, ge=0.0, description="PER importance exponent β.")
+    reanalyze_ratio: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of each batch whose policy target is re-searched.",
+    )
+    buffer_reanalyze_freq: float = Field(
+        0.0,
+        ge=0.0,
+        description="Whole-buffer reanalysis: ≥1 times per train budget, <1 once every 1/freq "
+        "budgets; 0 disables.",
+    )
+    reanalyze_batch_size: int = Field(160, ge=1, description="Sequences per buffer reanalysis.")
+    reanalyze_partition: float = Field(
+        0.75, gt=0.0, le=0.75, description="Oldest fraction of segments eligible for reanalysis."
+    )
+    # learner
+    optim_type: Literal["SGD", "Adam", "AdamW"] = Field("Adam", description="Optimizer.")
+    learning_rate: float = Field(3e-3, gt=0.0, description="Initial learning rate.")
+    weight_decay: float = Field(1e-4, ge=0.0, description="Weight decay.")
+    momentum: float = Field(0.9, ge=0.0, description="SGD momentum.")
+    lr_schedule: Literal["constant", "piecewise", "cosine"] = Field(
+        "constant",
+        description="piecewise: ×0.1 at half the threshold, ×0.01 after it; cosine: to 0.",
+    )
+    threshold_training_steps_for_final_lr: int = Field(
+        50_000, ge=1, description="Train iterations at which the LR schedule reaches its end."
+    )
+    grad_clip_value: float = Field(10.0, gt=0.0, description="Gradient-norm clip.")
+    target_update_type: Literal["hard", "ema"] = Field(
+        "hard", description="Target network update: hard copy or EMA."
+    )
+    target_update_freq: int = Field(100, ge=1, description="Hard copy every this many steps.")
+    target_update_theta: float = Field(0.05, gt=0.0, le=1.0, description="EMA rate θ.")
+    value_loss_weight: float = Field(0.25, ge=0.0, description="Weight of the value loss.")
+    reward_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the reward loss.")
+    policy_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the policy loss.")
+    policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
+    ssl_loss_weight: float = Field(
+        0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
+    )
+    # schedule
+    eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
+    save_ckpt_freq: int = Field(
+        1000, ge=1, description="Write a periodic checkpoint every this many train iterations."
+    )
+    async_pipeline: AsyncPipelineConfig = Field(
+        default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."
+    )
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> PolicyConfig:
+        if self.replay_buffer_size <= self.batch_size:
+            raise ValueError("replay_buffer_size must be larger than batch_size")
+        return self
+
+
+class ExperimentConfig(_Strict):
+    """One experiment: where it writes, when it stops, what it plays and how it learns."""
+
+    exp_name: str = Field(
+        "runs/experiment", description="Output directory, relative to the working directory."
+    )
+    seed: int = Field(0, ge=0, description="Seed of every RNG in the run.")
+    max_env_step: int = Field(
+        10_000_000, ge=1, description="Stop after this many collected env steps."
+    )
+    max_train_iter: int = Field(10_000_000, ge=1, description="Stop after this many learner steps.")
+    env: EnvConfig = Field(description="Environment settings.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="Policy settings.")
+
+    @property
+    def num_segments(self) -> int:
+        """Segments per collect call."""
+        return self.policy.num_segments or self.env.collector_env_num

@@ -1,0 +1,187 @@
+"""`EnvBatch`: the envs of one collector or evaluator, stepped together in-process, auto-resetting.
+
+Runs in: collector | evaluator.
+
+Seeding. Env i is seeded ``seed + i`` at its first reset. Afterwards its RNG stream continues
+through auto-resets, so a batch built with the same seed and fed the same actions plays the same
+episodes. In eval mode every `EnvBatch.reset` re-seeds from ``seed + i``, so an evaluator that calls
+`reset()` at the start of each evaluation plays identical episodes for identical actions (the
+reference fixed its evaluator seeds for this reason, LightZero PR #494). `EnvBatch.reseed` makes
+the next `reset` re-seed in either mode, optionally from a new base seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from zeropipe.config.schema import EnvConfig
+from zeropipe.envs.game import Game
+from zeropipe.envs.registry import Mode, make_game
+from zeropipe.envs.spec import EnvError, EnvSpec
+
+
+@dataclass(frozen=True)
+class BatchStep:
+    """The outcome of one `EnvBatch.step` (n = num_envs, A = actions).
+
+    Attributes:
+        frames: [n, *frame] observations after the step; for an env whose episode ended, its final
+            observation (the next episode's first one is in `reset_frames`).
+        rewards: float32 [n] training rewards (sign-clipped for Atari in collect mode if set).
+        terminated: bool [n] terminal states (in collect mode with episodic life, a lost life).
+        truncated: bool [n] time limits hit; never set together with `terminated`.
+        action_masks: bool [n, A] legal actions at `frames`.
+        reset_frames: env index -> first observation of its new episode (it auto-reset).
+        reset_action_masks: env index -> bool [A] legal actions at that observation.
+        episode_returns: env index -> raw, unclipped return of a finished game (with episodic
+            life only when the game itself ends; it sums all lives).
+        episode_lengths: env index -> agent steps of that finished game.
+    """
+
+    frames: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    action_masks: np.ndarray
+    reset_frames: dict[int, np.ndarray]
+    reset_action_masks: dict[int, np.ndarray]
+    episode_returns: dict[int, float]
+    episode_lengths: dict[int, int]
+
+
+class EnvBatch:
+    """`num_envs` envs of one config stepped together, in-process, auto-resetting.
+
+    Args:
+        cfg: The env config.
+        num_envs: Number of envs n.
+        mode: "collect" or "eval"; eval uses `eval_max_episode_steps`, plays full Atari games
+            with raw rewards, and re-seeds on every `reset`.
+        seed: Base seed; env i uses ``seed + i``.
+
+    Raises:
+        EnvError: Bad id, unsupported spaces, num_envs < 1 or an unknown mode.
+    """
+
+    def __init__(self, cfg: EnvConfig, num_envs: int, mode: Mode, seed: int) -> None:
+        if mode not in ("collect", "eval"):
+            raise EnvError(f"EnvBatch mode must be 'collect' or 'eval', got {mode!r}")
+        if num_envs < 1:
+            raise EnvError(f"EnvBatch needs at least one env, got num_envs={num_envs}")
+        self.num_envs = num_envs
+        self.mode = mode
+        self._seed = seed
+        self._needs_seed = True
+        self._games: list[Game] = []
+        self.spec: EnvSpec
+        try:
+            for _ in range(num_envs):
+                game, self.spec = make_game(cfg, mode)
+                self._games.append(game)
+        except BaseException:
+            self.close()
+            raise
+        self._returns = np.zeros(num_envs, dtype=np.float64)
+        self._lengths = np.zeros(num_envs, dtype=np.int64)
+        self._all_legal = np.ones(self.spec.action_space_size, dtype=bool)
+        self._started = False
+
+    def reseed(self, seed: int | None = None) -> None:
+        """Make the next `reset` seed env i with ``seed + i`` again.
+
+        Args:
+            seed: New base seed; None keeps the current one.
+        """
+        if seed is not None:
+            self._seed = seed
+        self._needs_seed = True
+
+    def reset(self) -> tuple[np.ndarray, np.ndarray]:
+        """Start a new game in every env (seeded on the first call, after `reseed`, and in eval).
+
+        Returns:
+            frames [n, *frame] and bool action masks [n, A].
+        """
+        seeded = self._needs_seed or self.mode == "eval"
+        frames = np.empty((self.num_envs, *self.spec.frame_shape), dtype=self.spec.frame_dtype)
+        masks = np.empty((self.num_envs, self.spec.action_space_size), dtype=bool)
+        for index, game in enumerate(self._games):
+            frame, mask = game.reset(self._seed + index if seeded else None)
+            frames[index] = frame
+            masks[index] = self._all_legal if mask is None else mask
+        self._needs_seed = False
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        self._started = True
+        return frames, masks
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        """Step every env once; envs whose episode ends auto-reset.
+
+        Args:
+            actions: int [n] action indices in [0, A).
+
+        Returns:
+            The `BatchStep`.
+
+        Raises:
+            EnvError: Called before `reset`, or actions of the wrong shape or out of range.
+        """
+        actions = self._checked_actions(actions)
+        n, spec = self.num_envs, self.spec
+        frames = np.empty((n, *spec.frame_shape), dtype=spec.frame_dtype)
+        masks = np.empty((n, spec.action_space_size), dtype=bool)
+        rewards = np.empty(n, dtype=np.float32)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        out = BatchStep(frames, rewards, terminated, truncated, masks, {}, {}, {}, {})
+        for index, game in enumerate(self._games):
+            result = game.step(int(actions[index]))
+            frames[index] = result.frame
+            masks[index] = self._all_legal if result.action_mask is None else result.action_mask
+            rewards[index] = result.reward
+            terminated[index] = result.terminated
+            truncated[index] = result.truncated
+            self._returns[index] += result.raw_reward
+            self._lengths[index] += 1
+            if result.game_over:
+                out.episode_returns[index] = float(self._returns[index])
+                out.episode_lengths[index] = int(self._lengths[index])
+                self._returns[index] = 0.0
+                self._lengths[index] = 0
+            if result.terminated or result.truncated:
+                frame, mask = game.next_episode()
+                out.reset_frames[index] = frame
+                out.reset_action_masks[index] = self._all_legal.copy() if mask is None else mask
+        return out
+
+    def close(self) -> None:
+        """Close every env (safe to call twice)."""
+        games, self._games = self._games, []
+        for game in reversed(games):
+            game.close()
+
+    def __enter__(self) -> EnvBatch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
+        if not self._started:
+            raise EnvError("EnvBatch.step() called before reset()")
+        if not self._games:
+            raise EnvError("EnvBatch.step() called after close()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise EnvError(
+                f"EnvBatch.step() needs int actions of shape ({self.num_envs},), "
+                f"got {actions.dtype} {actions.shape}"
+            )
+        if actions.min() < 0 or actions.max() >= self.spec.action_space_size:
+            raise EnvError(
+                f"actions must lie in [0, {self.spec.action_space_size}), got {actions.tolist()}"
+            )
+        return actions

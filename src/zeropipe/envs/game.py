@@ -1,0 +1,118 @@
+"""One environment instance behind a uniform interface: the `Game` protocol and its gymnasium form.
+
+Runs in: collector | evaluator.
+
+A `Game` separates an *episode* (what the learner sees end in `terminated`/`truncated`) from a
+*game* (what a score is reported for). They differ only for Atari with episodic life, where a lost
+life ends a training episode but the game goes on; see `atari.AtariGame`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GameStep:
+    """The result of one agent step of one game.
+
+    Attributes:
+        frame: Observation after the step, shape `EnvSpec.frame_shape`.
+        reward: Training reward (clipped where configured).
+        raw_reward: Unclipped reward, summed into the reported game return.
+        terminated: The episode ended in a terminal state (a lost life with episodic life).
+        truncated: The episode hit a time limit; never set together with `terminated`.
+        game_over: The game itself ended; the next episode starts a new game.
+        action_mask: bool [A] legal actions at `frame`, or None when every action is legal.
+    """
+
+    frame: np.ndarray
+    reward: float
+    raw_reward: float
+    terminated: bool
+    truncated: bool
+    game_over: bool
+    action_mask: np.ndarray | None
+
+
+class Game(Protocol):
+    """One environment instance as `EnvBatch` drives it."""
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Start a new game; a seed re-seeds every RNG of the game. Returns (frame, action_mask)."""
+        ...
+
+    def next_episode(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Start the episode after a finished one (continuing the game if it is not over)."""
+        ...
+
+    def step(self, action: int) -> GameStep:
+        """Play one agent step with an action index in [0, A)."""
+        ...
+
+    def close(self) -> None:
+        """Release the environment."""
+        ...
+
+
+def info_action_mask(info: dict[str, Any], num_actions: int) -> np.ndarray | None:
+    """The legal-action mask an env publishes as `info["action_mask"]`, if any.
+
+    Args:
+        info: The info dict of a reset or step.
+        num_actions: A.
+
+    Returns:
+        bool [A], or None when the env provides no mask.
+    """
+    mask = info.get("action_mask")
+    if mask is None:
+        return None
+    return np.asarray(mask, dtype=bool).reshape(num_actions)
+
+
+class GymGame:
+    """A gymnasium env with Discrete actions and Box observations; frames are float32 copies.
+
+    Args:
+        env: The env, created with its time limit already applied.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        self._env = env
+        space = env.action_space
+        assert isinstance(space, gym.spaces.Discrete)
+        self._num_actions = int(space.n)
+        self._action_start = int(space.start)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Reset the env, seeding its RNG when a seed is given. Returns (frame, action_mask)."""
+        obs, info = self._env.reset(seed=seed)
+        return np.array(obs, dtype=np.float32), info_action_mask(info, self._num_actions)
+
+    def next_episode(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Reset without a seed: the env's RNG stream continues."""
+        return self.reset()
+
+    def step(self, action: int) -> GameStep:
+        """Step the env; an episode's end is also the game's end."""
+        obs, reward, terminated, truncated, info = self._env.step(action + self._action_start)
+        terminated = bool(terminated)
+        truncated = bool(truncated) and not terminated
+        return GameStep(
+            frame=np.array(obs, dtype=np.float32),
+            reward=float(reward),
+            raw_reward=float(reward),
+            terminated=terminated,
+            truncated=truncated,
+            game_over=terminated or truncated,
+            action_mask=info_action_mask(info, self._num_actions),
+        )
+
+    def close(self) -> None:
+        """Close the env."""
+        self._env.close()

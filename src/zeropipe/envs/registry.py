@@ -1,0 +1,157 @@
+"""Env ids to envs: id checks, the `EnvSpec` of a config, and construction of one `Game`.
+
+Runs in: any (the CLI checks ids before writing anything; workers build their games here).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Literal
+
+import gymnasium as gym
+import numpy as np
+
+from zeropipe.config.schema import EnvConfig
+from zeropipe.envs.atari import AtariGame
+from zeropipe.envs.chain import register_chain_env
+from zeropipe.envs.game import Game, GymGame
+from zeropipe.envs.spec import EnvError, EnvSpec
+
+Mode = Literal["collect", "eval"]
+
+
+@functools.cache
+def register_envs() -> None:
+    """Register the ALE ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``...) and ``zeropipe/Chain-v0``.
+
+    Importing ale_py is what registers its ids; `gym.register_envs` only marks the import as used.
+    """
+    import ale_py
+
+    gym.register_envs(ale_py)
+    register_chain_env()
+
+
+def _registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The gymnasium registration of `env_id`, or an EnvError that suggests close ids."""
+    register_envs()
+    if env_id in gym.registry:
+        return gym.registry[env_id]
+    close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
+    hint = (
+        "did you mean " + ", ".join(repr(name) for name in close) + "?"
+        if close
+        else "see gymnasium.pprint_registry() for the registered ids"
+    )
+    raise EnvError(f"unknown env id {env_id!r}: not registered in gymnasium ({hint})")
+
+
+def is_atari(env_id: str) -> bool:
+    """Whether `env_id` is an ALE env (gets `AtariGame` preprocessing).
+
+    Raises:
+        EnvError: The id is not registered.
+    """
+    entry_point = _registered_spec(env_id).entry_point
+    return isinstance(entry_point, str) and entry_point.startswith("ale_py")
+
+
+def make_gym_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
+    """Create the raw gymnasium env of an id with zeropipe's creation rules.
+
+    ALE ids are created with frameskip=1, no sticky actions and the minimal action set, because
+    `AtariGame` applies skip and stickiness itself (once); their time limit is also applied there,
+    in agent steps (a gymnasium TimeLimit here would count single frames). Other ids get
+    `max_episode_steps` as their gymnasium time limit when it is set.
+
+    Raises:
+        EnvError: Unknown id, or the env cannot be constructed (e.g. a missing dependency).
+    """
+    atari = is_atari(env_id)
+    try:
+        if atari:
+            return gym.make(
+                env_id, frameskip=1, repeat_action_probability=0.0, full_action_space=False
+            )
+        return gym.make(env_id, max_episode_steps=max_episode_steps)
+    except gym.error.Error as exc:
+        raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
+
+
+def _check_spaces(env_id: str, env: gym.Env) -> None:
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        raise EnvError(
+            f"env {env_id!r} has action space {env.action_space}; zeropipe needs Discrete actions"
+        )
+    if not isinstance(env.observation_space, gym.spaces.Box):
+        raise EnvError(
+            f"env {env_id!r} has observation space {env.observation_space}; "
+            "zeropipe needs Box observations"
+        )
+
+
+def check_env_id(env_id: str) -> None:
+    """Check that an env id exists and has Discrete actions and Box observations.
+
+    Creates (and closes) one instance, so it costs one env construction (an ALE ROM load).
+
+    Args:
+        env_id: A gymnasium id, e.g. ``CartPole-v1``, ``ALE/Pong-v5``, ``zeropipe/Chain-v0``.
+
+    Raises:
+        EnvError: Unknown id, construction failure, or unsupported spaces.
+    """
+    env = make_gym_env(env_id)
+    try:
+        _check_spaces(env_id, env)
+    finally:
+        env.close()
+
+
+def _spec_of(cfg: EnvConfig, env: gym.Env) -> EnvSpec:
+    _check_spaces(cfg.env_id, env)
+    num_actions = int(env.action_space.n)  # type: ignore[attr-defined]
+    if is_atari(cfg.env_id):
+        channels = 1 if cfg.gray_scale else 3
+        frame_shape: tuple[int, ...] = (channels, cfg.obs_size, cfg.obs_size)
+        return EnvSpec(frame_shape, np.dtype(np.uint8), num_actions, cfg.frame_stack)
+    frame_shape = tuple(int(size) for size in env.observation_space.shape)  # type: ignore[union-attr]
+    return EnvSpec(frame_shape, np.dtype(np.float32), num_actions, cfg.frame_stack)
+
+
+def env_spec(cfg: EnvConfig) -> EnvSpec:
+    """The frame shape/dtype, action count and frame stack of a config.
+
+    Raises:
+        EnvError: As `check_env_id`.
+    """
+    env = make_gym_env(cfg.env_id)
+    try:
+        return _spec_of(cfg, env)
+    finally:
+        env.close()
+
+
+def make_game(cfg: EnvConfig, mode: Mode) -> tuple[Game, EnvSpec]:
+    """Create one game of a config, preprocessed for `mode`, and its spec.
+
+    Args:
+        cfg: The env config.
+        mode: "collect" or "eval" (selects the time limit, episodic life and reward clipping).
+
+    Returns:
+        (game, spec).
+
+    Raises:
+        EnvError: As `check_env_id`.
+    """
+    limit = cfg.max_episode_steps if mode == "collect" else cfg.eval_max_episode_steps
+    env = make_gym_env(cfg.env_id, max_episode_steps=limit)
+    try:
+        spec = _spec_of(cfg, env)
+    except EnvError:
+        env.close()
+        raise
+    game: Game = AtariGame(env, cfg, mode) if is_atari(cfg.env_id) else GymGame(env)
+    return game, spec

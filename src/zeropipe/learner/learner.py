@@ -1,0 +1,182 @@
+"""The learner: one optimisation step per sampled batch, target-network updates, state for resume.
+
+Runs in: driver. `Learner.step(batch)` computes targets with the target network, the K-step
+unroll loss weighted per sample by the PER importance weights, clips and applies the gradient,
+updates the target network, and returns metrics and new priorities.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from zeropipe.algos.acting import search_config
+from zeropipe.algos.losses import LossWeights, UnrollInputs, unroll_loss
+from zeropipe.algos.observation import stack_frames, to_tensor
+from zeropipe.algos.targets import PolicyWriteback, TargetComputer
+from zeropipe.buffer import ReplayBatch
+from zeropipe.config import PolicyConfig
+from zeropipe.models import MuZeroNetwork
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one learner step returns to the pipeline."""
+
+    metrics: dict[str, float]
+    priorities: np.ndarray  # [B] new priorities for the sampled roots
+    writeback: PolicyWriteback | None  # reanalysed policy targets for the buffer
+
+
+def build_optimizer(params, cfg: PolicyConfig) -> torch.optim.Optimizer:
+    """SGD / Adam / AdamW from the policy config."""
+    if cfg.optim_type == "SGD":
+        return torch.optim.SGD(
+            params, lr=cfg.learning_rate, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+        )
+    if cfg.optim_type == "Adam":
+        return torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+
+
+def lr_factor(cfg: PolicyConfig, train_iter: int) -> float:
+    """Multiplier of the initial learning rate at `train_iter`."""
+    thr = cfg.threshold_training_steps_for_final_lr
+    if cfg.lr_schedule == "piecewise":
+        # Reference piecewise decay: ×1 until half the threshold, ×0.1 until it, ×0.01 after.
+        return 1.0 if train_iter < 0.5 * thr else 0.1 if train_iter < thr else 0.01
+    if cfg.lr_schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * min(train_iter, thr) / thr))
+    return 1.0
+
+
+class Learner:
+    """Owns the network, its target copy, the optimizer and `train_iter`.
+
+    Args:
+        network: the model to train (moved to `cfg.device`).
+        cfg: policy settings.
+        frame_ndim: axes of one observation frame.
+        seed: seed of the reanalysis noise.
+    """
+
+    def __init__(
+        self, network: MuZeroNetwork, cfg: PolicyConfig, frame_ndim: int, seed: int
+    ) -> None:
+        self.cfg = cfg
+        self.device = torch.device(cfg.device)
+        self.network = network.to(self.device)
+        self.target_network = copy.deepcopy(self.network).eval()
+        self.target_network.requires_grad_(False)
+        self.optimizer = build_optimizer(self.network.parameters(), cfg)
+        self.frame_ndim = frame_ndim
+        self.train_iter = 0
+        self.weights = LossWeights(
+            value=cfg.value_loss_weight,
+            reward=cfg.reward_loss_weight,
+            policy=cfg.policy_loss_weight,
+            entropy=cfg.policy_entropy_weight,
+            ssl=cfg.ssl_loss_weight,
+        )
+        self.targets = TargetComputer(
+            self.target_network,
+            frame_ndim,
+            reanalysis_search_config(cfg),
+            cfg.reanalyze_ratio,
+            seed,
+            cfg.device,
+        )
+
+    def step(self, batch: ReplayBatch) -> StepResult:
+        """One optimisation step on a sampled batch."""
+        targets = self.targets.compute(batch)
+        inputs = self._inputs(batch, targets.value, targets.reward, targets.policy)
+        self.network.train()
+        loss = unroll_loss(self.network, inputs, self.weights)
+        weights = to_tensor(batch.weights, self.device)
+        total = (weights * loss.per_sample).mean()
+        self._set_lr()
+        self.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            self.network.parameters(), self.cfg.grad_clip_value
+        )
+        self.optimizer.step()
+        self.train_iter += 1
+        self._update_target()
+        priorities = (loss.root_value - targets.value[:, 0]).abs().cpu().numpy() + 1e-6
+        metrics = {name: float(v) for name, v in loss.terms.items()}
+        metrics.update(
+            total_loss=float(total.detach()),
+            grad_norm=float(grad_norm),
+            lr=self.optimizer.param_groups[0]["lr"],
+            target_value_mean=float(targets.value[:, 0].mean()),
+            predicted_value_mean=float(loss.root_value.mean()),
+        )
+        return StepResult(metrics=metrics, priorities=priorities, writeback=targets.writeback)
+
+    def _inputs(self, batch: ReplayBatch, value, reward, policy) -> UnrollInputs:
+        s = batch.bootstrap_obs.shape[2]
+        k = batch.actions.shape[1]
+        root = stack_frames(batch.obs[:, :s], self.frame_ndim)
+        ssl_obs = None
+        if self.weights.ssl > 0:
+            windows = np.stack([batch.obs[:, j : j + s] for j in range(1, k + 1)], axis=1)
+            ssl_obs = to_tensor(stack_frames(windows, self.frame_ndim), self.device)
+        dev = self.device
+        return UnrollInputs(
+            root_obs=to_tensor(root, dev),
+            actions=to_tensor(batch.actions.astype(np.int64, copy=False), dev),
+            value_target=value,
+            reward_target=reward,
+            policy_target=policy,
+            value_mask=to_tensor(batch.value_mask, dev),
+            reward_mask=to_tensor(batch.reward_mask, dev),
+            policy_mask=to_tensor(batch.policy_mask, dev),
+            ssl_obs=ssl_obs,
+        )
+
+    def _set_lr(self) -> None:
+        lr = self.cfg.learning_rate * lr_factor(self.cfg, self.train_iter)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    @torch.no_grad()
+    def _update_target(self) -> None:
+        if self.cfg.target_update_type == "ema":
+            theta = self.cfg.target_update_theta
+            for tp, p in zip(
+                self.target_network.parameters(), self.network.parameters(), strict=True
+            ):
+                tp.mul_(1.0 - theta).add_(p, alpha=theta)
+        elif self.train_iter % self.cfg.target_update_freq == 0:
+            # Hard copy including BN running statistics (reference: load_state_dict).
+            self.target_network.load_state_dict(self.network.state_dict())
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning exactly (user_lessons: resume)."""
+        return {
+            "model": self.network.state_dict(),
+            "target_model": self.target_network.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "train_iter": self.train_iter,
+            "reanalysis_rng": self.targets.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a `state_dict()`."""
+        self.network.load_state_dict(state["model"])
+        self.target_network.load_state_dict(state["target_model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.train_iter = int(state["train_iter"])
+        self.targets.rng.bit_generator.state = state["reanalysis_rng"]
+
+
+def reanalysis_search_config(cfg: PolicyConfig):
+    """Search settings for reanalysis with the target network."""
+    return search_config(cfg, cfg.reanalyze_num_simulations or cfg.num_simulations)

@@ -1,0 +1,155 @@
+"""The one search loop: select → expand (one batched model call) → back up.
+
+Runs in: any (collector and evaluator actors, reanalysis). B denotes the batch of roots, N the
+nodes per tree (num_simulations + 1) and A the actions. All per-node work runs in the numba
+kernels of `selection.py` and `backup.py`, entered once per simulation through `simulate.py`;
+this module only moves batched arrays between them, the model, and the latent store. Variants
+(Gumbel, sampled, chance nodes) are meant to reuse this loop with other selection rule codes
+rather than copy it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from zeropipe.mcts.contract import (
+    RecurrentFn,
+    SearchConfig,
+    SearchOutput,
+    SearchRoots,
+    StepOutput,
+)
+from zeropipe.mcts.noise import root_prior
+from zeropipe.mcts.selection import PUCT, PuctParams
+from zeropipe.mcts.simulate import simulation_step
+from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
+
+
+def run_search(
+    roots: SearchRoots,
+    recurrent_fn: RecurrentFn,
+    cfg: SearchConfig,
+    rng: np.random.Generator,
+    add_noise: bool,
+) -> SearchOutput:
+    """Runs a batched MuZero PUCT search from B roots.
+
+    Each simulation walks every tree to an unexpanded edge, calls `recurrent_fn` once for all B
+    parents, expands node s + 1 of every tree and backs its value up.
+
+    Args:
+        roots: latents, values, logits and legal-action masks of the B roots.
+        recurrent_fn: the model's recurrent step (parent latents [B, ...], actions int64 [B]).
+        cfg: search constants.
+        rng: source of the root Dirichlet noise (the search itself is deterministic).
+        add_noise: whether to mix Dirichlet noise into the root prior (acting, not evaluation).
+
+    Returns:
+        Root visit counts, root value and root Q values.
+
+    Raises:
+        ValueError: if the root arrays disagree in shape or a row has no legal action.
+    """
+    batch_size, num_actions = _check_roots(roots)
+    num_simulations = cfg.num_simulations
+    tree = allocate_tree(batch_size, num_simulations + 1, num_actions)
+    _init_roots(tree, roots, cfg, rng if add_noise else None)
+    params = PuctParams(cfg.discount, cfg.pb_c_base, cfg.pb_c_init, cfg.value_delta_max)
+    latent = roots.latent.detach()
+    # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
+    store = latent.new_empty((num_simulations + 1, *latent.shape))
+    store[ROOT_INDEX] = latent
+    batch_index = torch.arange(batch_size, device=latent.device)
+    parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
+    actions = np.zeros(batch_size, dtype=np.int64)  # [B]
+    _advance(tree, params, ROOT_INDEX, None, True, parents, actions)
+    for sim in range(num_simulations):
+        parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
+        # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
+        step = recurrent_fn(store[parent_nodes, batch_index], actions.copy())
+        store[sim + 1] = step.latent.detach()
+        _advance(tree, params, sim + 1, step, sim + 1 < num_simulations, parents, actions)
+    return _root_output(tree, cfg.discount)
+
+
+def _check_roots(roots: SearchRoots) -> tuple[int, int]:
+    """Returns (B, A) after checking that the root fields agree."""
+    if roots.policy_logits.ndim != 2:
+        raise ValueError(
+            f"SearchRoots.policy_logits must be [B, A], got shape {roots.policy_logits.shape}"
+        )
+    batch_size, num_actions = roots.policy_logits.shape
+    expected = {
+        "latent": (tuple(roots.latent.shape[:1]), (batch_size,)),
+        "value": (roots.value.shape, (batch_size,)),
+        "action_mask": (roots.action_mask.shape, (batch_size, num_actions)),
+    }
+    for name, (shape, want) in expected.items():
+        if tuple(shape) != want:
+            raise ValueError(f"SearchRoots.{name} has shape {tuple(shape)}, expected {want}")
+    if not roots.action_mask.any(axis=1).all():
+        rows = np.flatnonzero(~roots.action_mask.any(axis=1)).tolist()
+        raise ValueError(f"SearchRoots.action_mask rows {rows} have no legal action")
+    return batch_size, num_actions
+
+
+def _init_roots(
+    tree: Tree, roots: SearchRoots, cfg: SearchConfig, rng: np.random.Generator | None
+) -> None:
+    """Sets the root priors and gives each root one visit carrying the network value (mctx)."""
+    mask = roots.action_mask.astype(np.bool_)
+    tree.children_prior[:, ROOT_INDEX] = root_prior(
+        roots.policy_logits, mask, cfg.root_noise_weight, cfg.root_dirichlet_alpha, rng
+    )
+    tree.root_legal[:] = mask
+    tree.node_visits[:, ROOT_INDEX] = 1
+    tree.node_value_sum[:, ROOT_INDEX] = roots.value
+
+
+def _advance(
+    tree: Tree,
+    params: PuctParams,
+    leaf: int,
+    step: StepOutput | None,
+    traverse: bool,
+    parents: np.ndarray,
+    actions: np.ndarray,
+) -> None:
+    """Expands `step` as node `leaf` and backs it up (nothing when `step` is None, before the first
+    simulation), then, if `traverse`, writes the next edges into `parents` and `actions` ([B]).
+    """
+    batch_size, num_actions = tree.root_legal.shape
+    if step is None:
+        rewards = values = np.zeros(batch_size, dtype=np.float32)
+        logits = np.zeros((batch_size, num_actions), dtype=np.float32)
+    else:
+        rewards = _as_array(step.reward, (batch_size,), "StepOutput.reward")
+        values = _as_array(step.value, (batch_size,), "StepOutput.value")
+        logits = _as_array(
+            step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
+        )
+    # MuZero uses PUCT at the root and below; a variant passes its own rule codes here.
+    simulation_step(
+        leaf, rewards, values, logits, params, PUCT, PUCT, traverse, parents, actions, *tree
+    )
+
+
+def _as_array(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """`values` as a C-contiguous float32 array, so the kernels compile for one signature."""
+    array = np.ascontiguousarray(values, dtype=np.float32)
+    if array.shape != shape:
+        raise ValueError(f"{name} has shape {array.shape}, expected {shape}")
+    return array
+
+
+def _root_output(tree: Tree, discount: float) -> SearchOutput:
+    """Collects the root statistics of every tree."""
+    visits = tree.children_visits[:, ROOT_INDEX].copy()  # [B, A]
+    q = tree.children_reward[:, ROOT_INDEX] + discount * tree.children_value[:, ROOT_INDEX]
+    root = tree.node_value_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX]
+    return SearchOutput(
+        visit_counts=visits,
+        root_value=root.astype(np.float32),
+        q_values=np.where(visits > 0, q, 0.0).astype(np.float32),
+    )

@@ -1,0 +1,105 @@
+"""Latent dynamics (MuZero's g without the reward head): next latent from latent and action.
+
+Runs in: any. Both variants encode the action as one-hot (planes for images, LightZero
+`discrete_action_encoding_type='one_hot'`) and add the input latent back before the final ReLU
+(LightZero `res_connection_in_dynamics=True`), so at initialisation g is close to a copy of the
+state and the unrolled latents do not drift away from the encoder's distribution.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from zeropipe.config import ModelConfig
+from zeropipe.models.blocks import conv3x3, mlp_stack, norm_1d, norm_2d, res_stack
+
+
+def one_hot_actions(action: Tensor, action_space_size: int, dtype: torch.dtype) -> Tensor:
+    """One-hot action codes built with scatter (no host sync on accelerators, unlike F.one_hot).
+
+    Args:
+        action: action indices, int64.  # [B]
+        action_space_size: A.
+        dtype: dtype of the result (the latent's).
+
+    Returns:
+        One-hot rows.  # [B, A]
+    """
+    index = action.reshape(-1, 1).long()  # [B, 1]
+    codes = torch.zeros(index.shape[0], action_space_size, dtype=dtype, device=action.device)
+    return codes.scatter_(1, index, 1.0)
+
+
+class VectorDynamics(nn.Module):
+    """MLP on concat(latent, one-hot action) → Linear → norm, plus the latent, then ReLU."""
+
+    def __init__(self, latent_dim: int, action_space_size: int, cfg: ModelConfig) -> None:
+        """Create the dynamics.
+
+        Args:
+            latent_dim: E.
+            action_space_size: A.
+            cfg: hidden_dim, num_layers and norm_type are read.
+        """
+        super().__init__()
+        self.action_space_size = action_space_size
+        self.body = mlp_stack(
+            latent_dim + action_space_size, cfg.hidden_dim, cfg.num_layers, cfg.norm_type
+        )
+        self.out = nn.Linear(cfg.hidden_dim, latent_dim)
+        self.out_norm = norm_1d(latent_dim, cfg.norm_type)
+
+    def forward(self, latent: Tensor, action: Tensor) -> Tensor:
+        """latent [B, E], action [B] -> next latent [B, E]."""
+        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        x = self.out_norm(self.out(self.body(torch.cat((latent, codes), dim=1))))
+        return (x + latent).relu_()
+
+
+class ConvDynamics(nn.Module):
+    """LightZero `DynamicsNetwork` without its reward head.
+
+    conv3×3 on latent ⊕ A one-hot action planes → norm, plus the latent, ReLU, then num_res_blocks
+    residual blocks.
+    """
+
+    def __init__(self, channels: int, action_space_size: int, cfg: ModelConfig) -> None:
+        """Create the dynamics.
+
+        Args:
+            channels: latent channels C.
+            action_space_size: A, the number of action planes.
+            cfg: num_res_blocks and norm_type are read.
+        """
+        super().__init__()
+        self.action_space_size = action_space_size
+        self.conv = conv3x3(channels + action_space_size, channels)
+        self.norm = norm_2d(channels, cfg.norm_type)
+        self.blocks = res_stack(channels, cfg.num_res_blocks, cfg.norm_type)
+
+    def forward(self, latent: Tensor, action: Tensor) -> Tensor:
+        """latent [B, C, H, W], action [B] -> next latent [B, C, H, W]."""
+        batch, _, height, width = latent.shape
+        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        planes = codes[:, :, None, None].expand(batch, self.action_space_size, height, width)
+        x = self.norm(self.conv(torch.cat((latent, planes), dim=1)))  # [B, C, H, W]
+        return self.blocks((x + latent).relu_())
+
+
+def build_dynamics(
+    latent_shape: tuple[int, ...], action_space_size: int, cfg: ModelConfig
+) -> nn.Module:
+    """The dynamics matching a latent shape: `ConvDynamics` for (C, H, W), else `VectorDynamics`.
+
+    Args:
+        latent_shape: one latent without the batch axis.
+        action_space_size: A.
+        cfg: model sizes.
+
+    Returns:
+        A module called as `dynamics(latent, action) -> next_latent`.
+    """
+    if len(latent_shape) == 3:
+        return ConvDynamics(latent_shape[0], action_space_size, cfg)
+    return VectorDynamics(latent_shape[0], action_space_size, cfg)

@@ -1,0 +1,83 @@
+"""build(cfg) → the components of a run: learner, replay buffer, collector, evaluator.
+
+Runs in: driver (and workers, for their network copies). Seeds follow the reference's layout:
+collector `seed + actor·1000`, evaluator `seed + 100000 + actor·1000`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from zeropipe.algos.observation import stacked_input_shape
+from zeropipe.algos.registry import algo_spec
+from zeropipe.buffer import ReplayBuffer
+from zeropipe.config import ExperimentConfig
+from zeropipe.envs import EnvSpec, env_spec
+from zeropipe.learner.learner import Learner
+from zeropipe.models import MuZeroNetwork
+from zeropipe.workers.collector import Collector
+from zeropipe.workers.evaluator import Evaluator
+
+EVAL_SEED_OFFSET = 100_000
+ACTOR_SEED_STRIDE = 1000
+
+
+def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> MuZeroNetwork:
+    """A fresh network for this config and env."""
+    algo_spec(cfg.policy.type)
+    shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
+    # The SSL projection is only built when its loss is used, which keeps snapshots small.
+    with_projection = cfg.policy.ssl_loss_weight > 0
+    return MuZeroNetwork(
+        shape, spec.action_space_size, cfg.policy.model, with_projection=with_projection
+    )
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch and numpy's legacy global RNG (our own code uses explicit generators)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed % (2**32))
+
+
+@dataclass
+class Components:
+    """What one run is made of (driver side)."""
+
+    spec: EnvSpec
+    learner: Learner
+    buffer: ReplayBuffer
+
+
+def build_driver(cfg: ExperimentConfig) -> Components:
+    """Learner and replay buffer, seeded."""
+    seed_everything(cfg.seed)
+    spec = env_spec(cfg.env)
+    p = cfg.policy
+    learner = Learner(build_network(cfg, spec), p, len(spec.frame_shape), cfg.seed)
+    buffer = ReplayBuffer(
+        p.replay_buffer_size,
+        num_unroll_steps=p.num_unroll_steps,
+        td_steps=p.td_steps,
+        discount=p.discount_factor,
+        use_priority=p.use_priority,
+        alpha=p.priority_prob_alpha,
+        beta=p.priority_prob_beta,
+        seed=cfg.seed,
+    )
+    return Components(spec=spec, learner=learner, buffer=buffer)
+
+
+def build_collector(cfg: ExperimentConfig, actor_id: int = 0) -> Collector:
+    """A collector with its own network copy."""
+    spec = env_spec(cfg.env)
+    return Collector(cfg, build_network(cfg, spec), cfg.seed + actor_id * ACTOR_SEED_STRIDE)
+
+
+def build_evaluator(cfg: ExperimentConfig, actor_id: int = 0) -> Evaluator:
+    """An evaluator with its own network copy and fixed seeds."""
+    spec = env_spec(cfg.env)
+    seed = cfg.seed + EVAL_SEED_OFFSET + actor_id * ACTOR_SEED_STRIDE
+    return Evaluator(cfg, build_network(cfg, spec), seed)

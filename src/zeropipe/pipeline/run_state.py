@@ -1,0 +1,130 @@
+"""Counters, stop rules, eval bookkeeping and checkpoints of one run (both pipelines).
+
+Runs in: driver. A new best eval saves *the exact evaluated weights* (a snapshot taken when the
+eval was launched), not whatever the learner holds when the result arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.pipeline.training import Trainer
+from zeropipe.workers.evaluator import EvalResult
+
+log = logging.getLogger("zeropipe.driver")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a run ended."""
+
+    stop_reason: str  # stop_value | max_env_step | max_train_iter | cancelled | interrupted
+    envstep: int
+    train_iter: int
+    best_reward: float | None
+    last_reward: float | None
+    wall_s: float
+
+
+class RunState:
+    """Counters and stop rules shared by the sync and async drivers."""
+
+    def __init__(self, cfg: ExperimentConfig, run: RunDir, trainer: Trainer) -> None:
+        self.cfg = cfg
+        self.run = run
+        self.trainer = trainer
+        self.envstep = 0
+        self.last_eval_iter = 0
+        self.best_reward: float | None = None
+        self.last_reward: float | None = None
+        self.stop_reason: str | None = None
+        self.collects = 0
+
+    @property
+    def train_iter(self) -> int:
+        """The learner's iteration counter."""
+        return self.trainer.learner.train_iter
+
+    def check_limits(self) -> None:
+        """Set `stop_reason` from the env-step and train-iter limits."""
+        if self.stop_reason:
+            return
+        if self.train_iter >= self.cfg.max_train_iter:
+            self.stop_reason = "max_train_iter"
+        elif self.envstep >= self.cfg.max_env_step:
+            self.stop_reason = "max_env_step"
+
+    def record_eval(self, result: EvalResult, model_state: dict[str, torch.Tensor]) -> bool:
+        """Log an eval; save a new best as that exact snapshot; stop at the stop value."""
+        self.last_reward = result.reward_mean
+        self.run.metrics.log(
+            "eval",
+            self.envstep,
+            self.train_iter,
+            reward_mean=result.reward_mean,
+            reward_std=float(np.std(result.episode_returns)),
+            episode_returns=result.episode_returns,
+            policy_version=result.policy_version,
+            eval_duration_s=result.duration_s,
+        )
+        improved = self.best_reward is None or result.reward_mean > self.best_reward
+        if improved:
+            self.best_reward = result.reward_mean
+            self.run.save(
+                "ckpt_best.pth.tar",
+                {
+                    "model": model_state,
+                    "policy_version": result.policy_version,
+                    "reward_mean": result.reward_mean,
+                    "envstep": self.envstep,
+                },
+            )
+        if result.stop and not self.stop_reason:
+            self.stop_reason = "stop_value"
+        return improved
+
+    def save_periodic(self) -> None:
+        """Periodic weights-only checkpoint every `save_ckpt_freq` train iterations."""
+        it = self.train_iter
+        if it > 0 and it % self.cfg.policy.save_ckpt_freq == 0:
+            self.run.save(
+                f"iteration_{it}.pth.tar",
+                {"model": self.trainer.learner.network.state_dict(), "train_iter": it},
+            )
+
+    def save_latest(self, extra: dict[str, Any] | None = None) -> None:
+        """The resumable checkpoint: learner, buffer, counters (user_lessons: resume)."""
+        payload = {
+            "learner": self.trainer.learner.state_dict(),
+            "buffer": self.trainer.buffer.state_dict(),
+            "envstep": self.envstep,
+            "last_eval_iter": self.last_eval_iter,
+            "best_reward": self.best_reward,
+            "completed_budgets": self.trainer.completed_budgets,
+            "torch_rng": torch.get_rng_state(),
+            **(extra or {}),
+        }
+        self.run.save("ckpt_latest.pth.tar", payload)
+
+    def summary(self, wall_s: float) -> RunSummary:
+        """The run's outcome."""
+        return RunSummary(
+            stop_reason=self.stop_reason or "interrupted",
+            envstep=self.envstep,
+            train_iter=self.train_iter,
+            best_reward=self.best_reward,
+            last_reward=self.last_reward,
+            wall_s=wall_s,
+        )
+
+
+def clone_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A CPU copy of a module's state dict (an immutable snapshot of one version)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}

@@ -1,0 +1,76 @@
+"""Schedules shared by both pipelines: eval gate, train budgets, reanalysis timing, trainability.
+
+Runs in: driver. Pure functions of counters, so the sync and async drivers apply the very same
+rules (lightzero_facts §0.4) and tests can check them as tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zeropipe.buffer.segment import GameSegment
+from zeropipe.config import PolicyConfig
+
+
+def should_eval(train_iter: int, last_eval_iter: int, eval_freq: int) -> bool:
+    """Evaluate now? Never twice at one train_iter; else every `eval_freq` iterations.
+
+    The reference gate: False if `train_iter == last_eval_iter`; False if fewer than `eval_freq`
+    iterations passed and `train_iter != 0`; True otherwise.
+    """
+    if train_iter == last_eval_iter:
+        return False
+    return not (train_iter - last_eval_iter < eval_freq and train_iter != 0)
+
+
+def train_budget(cfg: PolicyConfig, segments: Sequence[GameSegment]) -> int:
+    """Learner steps owed for one collect: `update_per_collect`, else replay_ratio × transitions."""
+    if cfg.update_per_collect is not None:
+        return cfg.update_per_collect
+    collected = sum(min(seg.length, cfg.game_segment_length) for seg in segments)
+    return int(collected * cfg.replay_ratio)
+
+
+def reanalyze_interval(budget_steps: int, freq: float) -> int | None:
+    """Learner steps between buffer reanalyses inside a budget (freq ≥ 1), never 0.
+
+    Returns None when reanalysis is not scheduled per step (freq < 1 or 0).
+    """
+    if freq < 1:
+        return None
+    return max(1, int(budget_steps // freq))
+
+
+def reanalyze_period(freq: float) -> int | None:
+    """Completed budgets between buffer reanalyses for 0 < freq < 1 (None otherwise).
+
+    Uses round(1/freq): the reference's float `1 // freq` is one short (1 // 0.1 == 9.0).
+    """
+    if not 0 < freq < 1:
+        return None
+    return max(1, round(1 / freq))
+
+
+def is_trainable(
+    envstep: int, num_transitions: int, train_start_after_envsteps: int, batch_size: int
+) -> bool:
+    """Training may start: strictly more env steps than the threshold and than a batch of data."""
+    return envstep > train_start_after_envsteps and num_transitions > batch_size
+
+
+def should_publish(
+    current: int, last_published: int | None, weight_sync_interval: int, max_policy_lag: int
+) -> bool:
+    """Publish a new snapshot of version `current`? (lightzero_facts §0.4, §8.1.)
+
+    Always when nothing was published; when the gap reaches `weight_sync_interval`; else only if
+    the lag would exceed a non-negative `max_policy_lag` (a negative lag never forces).
+    """
+    if last_published is None:
+        return True
+    gap = current - last_published
+    if gap >= max(weight_sync_interval, 1):
+        return True
+    if max_policy_lag < 0:
+        return False
+    return gap > max_policy_lag

@@ -1,0 +1,146 @@
+"""The sync segment pipeline: collect → push → train the budget → evaluate, in one process.
+
+Runs in: driver. It is the semantic reference for the async pipeline: the same Collector,
+Evaluator, Trainer and schedules, one stage after another.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from zeropipe.algos.acting import epsilon_at, visit_temperature
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
+from zeropipe.pipeline.progress import ProgressLine
+from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
+from zeropipe.pipeline.schedule import should_eval, train_budget
+from zeropipe.pipeline.training import Trainer
+from zeropipe.workers.collector import Collector
+from zeropipe.workers.evaluator import Evaluator
+
+log = logging.getLogger("zeropipe.driver")
+
+
+def collect_kwargs(cfg: ExperimentConfig, train_iter: int, envstep: int) -> dict[str, float]:
+    """Temperature and epsilon of the next collect (reference `_collect_kwargs`)."""
+    p = cfg.policy
+    e = p.eps
+    return {
+        "temperature": visit_temperature(
+            p.fixed_temperature_value,
+            p.manual_temperature_decay,
+            p.threshold_training_steps_for_final_temperature,
+            train_iter,
+        ),
+        "epsilon": epsilon_at(
+            e.eps_greedy_exploration_in_collect, e.type, e.start, e.end, e.decay, envstep
+        ),
+    }
+
+
+def train_sync(cfg: ExperimentConfig) -> RunSummary:
+    """Train with the sync pipeline until a stop rule fires.
+
+    Returns:
+        How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
+    """
+    start = time.monotonic()
+    comps = build_driver(cfg)
+    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
+    collector = build_collector(cfg)
+    evaluator = build_evaluator(cfg)
+    run = RunDir(cfg)
+    state = RunState(cfg, run, trainer)
+    progress = ProgressLine(cfg.max_env_step)
+    try:
+        _loop(cfg, state, collector, evaluator, progress)
+        _final_eval(state, evaluator)
+    finally:
+        state.save_latest()
+        progress.update(state.envstep, state.train_iter, force=True)
+        progress.close()
+        summary = state.summary(time.monotonic() - start)
+        run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
+        run.close()
+        collector.close()
+        evaluator.close()
+    return summary
+
+
+def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, progress) -> None:
+    trainer = state.trainer
+    learner = trainer.learner
+    while not state.stop_reason:
+        if should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
+            _evaluate(state, evaluator, progress)
+            if state.stop_reason:
+                break
+        collector.load_weights(learner.network.state_dict(), state.train_iter)
+        result = collector.collect(**collect_kwargs(cfg, state.train_iter, state.envstep))
+        state.envstep += result.envstep_delta
+        state.collects += 1
+        trainer.buffer.push(result.segments)
+        trainer.add_budget(train_budget(cfg.policy, result.segments))
+        _log_collect(state, result)
+        _train_budgets(state, progress)
+        state.check_limits()
+        progress.update(state.envstep, state.train_iter)
+
+
+def _train_budgets(state: RunState, progress: ProgressLine) -> None:
+    trainer = state.trainer
+    if not trainer.trainable(state.envstep):
+        trainer.budgets.clear()  # budgets earned before training may start are not owed
+        return
+    start_iter = state.train_iter
+    while trainer.budgets and state.train_iter < state.cfg.max_train_iter:
+        trainer.step()
+        state.save_periodic()
+        progress.update(state.envstep, state.train_iter)
+    if state.train_iter > start_iter:
+        state.run.metrics.log(
+            "train",
+            state.envstep,
+            state.train_iter,
+            **trainer.stats.flush(),
+            buffer_transitions=trainer.buffer.num_transitions,
+        )
+
+
+def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
+    snapshot = clone_state(state.trainer.learner.network)
+    evaluator.load_weights(snapshot, state.train_iter)
+    result = evaluator.evaluate()
+    state.last_eval_iter = state.train_iter
+    state.record_eval(result, snapshot)
+    progress.eval_done(result.reward_mean)
+    log.info("eval at iter %d: reward_mean %.2f", state.train_iter, result.reward_mean)
+
+
+def _final_eval(state: RunState, evaluator: Evaluator) -> None:
+    """Score the final weights unless they were just evaluated."""
+    if state.stop_reason in ("max_env_step", "max_train_iter") and (
+        state.last_eval_iter != state.train_iter or state.last_reward is None
+    ):
+        _evaluate(state, evaluator, ProgressLine(state.cfg.max_env_step))
+
+
+def _log_collect(state: RunState, result) -> None:
+    state.run.metrics.log(
+        "collect",
+        state.envstep,
+        state.train_iter,
+        envstep_delta=result.envstep_delta,
+        policy_version=result.policy_version,
+        policy_lag=state.train_iter - result.policy_version,
+        segments=len(result.segments),
+        collect_duration_s=result.duration_s,
+        envstep_per_s=result.envstep_delta / max(result.duration_s, 1e-9),
+        episode_return_mean=(
+            sum(result.episode_returns) / len(result.episode_returns)
+            if result.episode_returns
+            else None
+        ),
+    )

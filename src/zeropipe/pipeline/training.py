@@ -1,0 +1,133 @@
+"""Train budgets and learner steps, shared by the sync and async drivers.
+
+Runs in: driver. One collect earns one `TrainBudget`; `Trainer.step()` runs one learner step from
+the head budget: sample → learner step → priority and reanalysis write-back, with buffer
+reanalysis scheduled as in the reference but without its epoch-0 storm (reanalysis needs at least
+one completed budget when scheduled by period) and without its off-by-one period.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from zeropipe.buffer import ReplayBuffer
+from zeropipe.config import PolicyConfig
+from zeropipe.learner.learner import Learner, StepResult
+from zeropipe.pipeline.schedule import is_trainable, reanalyze_interval, reanalyze_period
+
+
+@dataclass
+class TrainBudget:
+    """Learner steps owed for one collect."""
+
+    steps: int
+    reanalyze_interval: int | None
+    progress: int = 0
+
+    @property
+    def done(self) -> bool:
+        """All steps taken."""
+        return self.progress >= self.steps
+
+
+@dataclass
+class TrainStats:
+    """Running means of learner metrics between two log lines."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    count: int = 0
+    busy_s: float = 0.0
+
+    def add(self, metrics: dict[str, float], seconds: float) -> None:
+        """Accumulate one step."""
+        for key, value in metrics.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+        self.count += 1
+        self.busy_s += seconds
+
+    def flush(self) -> dict[str, float]:
+        """Means since the last flush, plus learner steps per busy second; then reset."""
+        out = {key: value / max(self.count, 1) for key, value in self.sums.items()}
+        out["learner_steps"] = self.count
+        out["learner_steps_per_busy_s"] = self.count / self.busy_s if self.busy_s > 0 else 0.0
+        self.sums, self.count, self.busy_s = {}, 0, 0.0
+        return out
+
+
+class Trainer:
+    """Owns the budget queue and runs learner steps against the buffer.
+
+    Args:
+        learner: the learner.
+        buffer: the replay buffer (mutated only from here and by pushes, on one thread).
+        cfg: policy settings.
+    """
+
+    def __init__(self, learner: Learner, buffer: ReplayBuffer, cfg: PolicyConfig) -> None:
+        self.learner = learner
+        self.buffer = buffer
+        self.cfg = cfg
+        self.budgets: deque[TrainBudget] = deque()
+        self.completed_budgets = 0
+        self.reanalyses = 0
+        self.stats = TrainStats()
+
+    def add_budget(self, steps: int) -> None:
+        """Queue the budget earned by one collect (a zero budget is not queued)."""
+        if steps <= 0:
+            return
+        interval = reanalyze_interval(steps, self.cfg.buffer_reanalyze_freq)
+        self.budgets.append(TrainBudget(steps=steps, reanalyze_interval=interval))
+
+    def trainable(self, envstep: int) -> bool:
+        """Enough data and env steps to sample a batch."""
+        cfg = self.cfg
+        return is_trainable(
+            envstep, self.buffer.num_transitions, cfg.train_start_after_envsteps, cfg.batch_size
+        )
+
+    def step(self) -> StepResult:
+        """One learner step from the head budget; the caller checks there is one."""
+        budget = self.budgets[0]
+        if budget.reanalyze_interval and budget.progress % budget.reanalyze_interval == 0:
+            self.reanalyze_buffer()
+        start = time.perf_counter()
+        batch = self.buffer.sample(self.cfg.batch_size)
+        result = self.learner.step(batch)
+        if self.cfg.use_priority:
+            self.buffer.update_priorities(batch.indices, result.priorities, batch.make_time)
+        if result.writeback is not None and result.writeback.indices.size:
+            wb = result.writeback
+            self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time)
+        self.stats.add(result.metrics, time.perf_counter() - start)
+        budget.progress += 1
+        if budget.done:
+            self.budgets.popleft()
+            self.completed_budgets += 1
+            self._after_budget()
+        return result
+
+    def _after_budget(self) -> None:
+        period = reanalyze_period(self.cfg.buffer_reanalyze_freq)
+        if period is not None and self.completed_budgets % period == 0:
+            self.reanalyze_buffer()
+
+    def reanalyze_buffer(self) -> bool:
+        """Refresh stored policy targets of the oldest segments; False if too little data."""
+        cfg = self.cfg
+        needed = int(cfg.reanalyze_batch_size / cfg.reanalyze_partition)
+        if self.buffer.num_transitions // cfg.num_unroll_steps <= needed:
+            return False
+        roots = self.buffer.sample_reanalysis(cfg.reanalyze_batch_size, cfg.reanalyze_partition)
+        wb = self.learner.targets.reanalyze(roots)
+        self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time)
+        self.reanalyses += 1
+        return True
+
+    def queued_steps(self) -> int:
+        """Learner steps still owed."""
+        return int(np.sum([b.steps - b.progress for b in self.budgets])) if self.budgets else 0

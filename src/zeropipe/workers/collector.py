@@ -1,0 +1,132 @@
+"""Collector: plays a batch of envs with the search and returns finished GameSegments.
+
+Runs in: driver (sync pipeline) or a collector worker process (async pipeline) — the same object
+in both, which is how the two pipelines keep identical training semantics. Weights are loaded only
+between `collect()` calls, so every collect has exactly one policy version.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from zeropipe.algos.acting import NetworkSearch, search_config
+from zeropipe.buffer.segment import GameSegment
+from zeropipe.config import ExperimentConfig
+from zeropipe.envs import EnvBatch
+from zeropipe.mcts import select_action
+from zeropipe.models import MuZeroNetwork
+from zeropipe.workers.trajectory import Trajectory
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """One collect call's output."""
+
+    segments: list[GameSegment]
+    envstep_delta: int
+    policy_version: int
+    episode_returns: list[float] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+class Collector:
+    """Owns `collector_env_num` envs, a collect-mode network copy and one trajectory per env.
+
+    Args:
+        cfg: the experiment config.
+        network: a network of the learner's architecture (its weights are replaced by
+            `load_weights`).
+        seed: seed of the envs and of the search noise / action sampling.
+    """
+
+    def __init__(self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int) -> None:
+        p = cfg.policy
+        self.cfg = cfg
+        self.envs = EnvBatch(cfg.env, cfg.env.collector_env_num, "collect", seed)
+        frame_ndim = len(self.envs.spec.frame_shape)
+        self.search = NetworkSearch(network, frame_ndim, "cpu")
+        self.search_cfg = search_config(p, p.num_simulations)
+        self.rng = np.random.default_rng(seed + 7919)
+        self.policy_version = -1
+        self._next_episode_id = 0
+        self.trajectories = [
+            Trajectory(
+                p.game_segment_length,
+                p.num_unroll_steps + p.td_steps,
+                cfg.env.frame_stack,
+                p.use_priority,
+            )
+            for _ in range(self.envs.num_envs)
+        ]
+        frames, masks = self.envs.reset()
+        for i, traj in enumerate(self.trajectories):
+            traj.start_episode(frames[i], masks[i], self._new_episode_id())
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
+        """Replace the network weights; call only between collects."""
+        self.search.network.load_state_dict(state_dict)
+        self.policy_version = version
+
+    def collect(self, temperature: float, epsilon: float) -> CollectResult:
+        """Play until at least `num_segments` segments are complete.
+
+        Args:
+            temperature: visit-count temperature of the action choice.
+            epsilon: probability of a uniform legal action instead.
+
+        Returns:
+            The segments, the env steps taken (all envs) and the policy version used.
+        """
+        start = time.perf_counter()
+        segments: list[GameSegment] = []
+        returns: list[float] = []
+        steps = 0
+        while len(segments) < self.cfg.num_segments:
+            segments.extend(self._step(temperature, epsilon, returns))
+            steps += self.envs.num_envs
+        return CollectResult(
+            segments=segments,
+            envstep_delta=steps,
+            policy_version=self.policy_version,
+            episode_returns=returns,
+            duration_s=time.perf_counter() - start,
+        )
+
+    def _step(self, temperature: float, epsilon: float, returns: list[float]) -> list[GameSegment]:
+        frames = np.stack([t.stacked_obs() for t in self.trajectories])
+        masks = np.stack([t.action_mask() for t in self.trajectories])
+        result = self.search.search(frames, masks, self.search_cfg, self.rng, add_noise=True)
+        actions = select_action(
+            result.visit_counts, temperature, self.rng, epsilon=epsilon, action_mask=masks
+        )
+        step = self.envs.step(actions)
+        ready: list[GameSegment] = []
+        for i, traj in enumerate(self.trajectories):
+            ready += traj.append(
+                actions[i],
+                step.rewards[i],
+                result.visit_dist[i],
+                result.root_value[i],
+                result.predicted_value[i],
+                step.frames[i],
+                step.action_masks[i],
+            )
+            if step.terminated[i] or step.truncated[i]:
+                ready += traj.end_episode(bool(step.terminated[i]))
+                traj.start_episode(
+                    step.reset_frames[i], step.reset_action_masks[i], self._new_episode_id()
+                )
+        returns.extend(step.episode_returns.values())
+        return ready
+
+    def _new_episode_id(self) -> int:
+        self._next_episode_id += 1
+        return self._next_episode_id - 1
+
+    def close(self) -> None:
+        """Close the envs."""
+        self.envs.close()

@@ -1,0 +1,108 @@
+"""Evaluator: plays `n_evaluator_episode` full games greedily and reports their mean return.
+
+Runs in: driver (sync pipeline) or an evaluator worker process (async pipeline). Evaluation is
+reproducible: the envs are re-seeded identically for every evaluation, there is no root noise and
+the action is the most visited one (lowest index on ties), so two evaluations of the same weights
+give the same score (user_lessons: the reference's evaluation was not reproducible).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from zeropipe.algos.acting import NetworkSearch, search_config
+from zeropipe.config import ExperimentConfig
+from zeropipe.envs import EnvBatch
+from zeropipe.mcts import select_action
+from zeropipe.models import MuZeroNetwork
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One evaluation's outcome."""
+
+    reward_mean: float
+    episode_returns: list[float]
+    policy_version: int
+    stop: bool  # reward_mean >= env.stop_value
+    envsteps: int
+    duration_s: float
+
+
+class Evaluator:
+    """Owns `evaluator_env_num` eval-mode envs and an eval-mode network copy.
+
+    Args:
+        cfg: the experiment config.
+        network: a network of the learner's architecture.
+        seed: eval env seed; the same for every evaluation.
+    """
+
+    def __init__(self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int) -> None:
+        p = cfg.policy
+        self.cfg = cfg
+        self.seed = seed
+        self.envs = EnvBatch(cfg.env, cfg.env.evaluator_env_num, "eval", seed)
+        self.search = NetworkSearch(network, len(self.envs.spec.frame_shape), "cpu")
+        self.search_cfg = search_config(p, p.eval_num_simulations or p.num_simulations)
+        self.policy_version = -1
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
+        """Replace the network weights; call only between evaluations."""
+        self.search.network.load_state_dict(state_dict)
+        self.policy_version = version
+
+    def evaluate(self) -> EvalResult:
+        """Play the configured number of episodes and score them."""
+        start = time.perf_counter()
+        n_env = self.envs.num_envs
+        quota = _quotas(self.cfg.env.n_evaluator_episode, n_env)
+        self.envs.reseed(self.seed)
+        frames, masks = self.envs.reset()
+        stacks = [
+            deque([f] * self.cfg.env.frame_stack, maxlen=self.cfg.env.frame_stack) for f in frames
+        ]
+        returns: list[float] = []
+        done_count = np.zeros(n_env, dtype=np.int64)
+        rng = np.random.default_rng(self.seed)  # unused by a noise-free greedy search
+        steps = 0
+        while (done_count < quota).any():
+            obs = np.stack([np.stack(s) for s in stacks])
+            result = self.search.search(obs, masks, self.search_cfg, rng, add_noise=False)
+            actions = select_action(result.visit_counts, 1.0, rng, deterministic=True)
+            step = self.envs.step(actions)
+            steps += int((done_count < quota).sum())
+            masks = step.action_masks.copy()
+            for i in range(n_env):
+                stacks[i].append(step.frames[i])
+                if i in step.reset_frames:
+                    stacks[i].extend([step.reset_frames[i]] * self.cfg.env.frame_stack)
+                    masks[i] = step.reset_action_masks[i]
+                if i in step.episode_returns and done_count[i] < quota[i]:
+                    returns.append(float(step.episode_returns[i]))
+                    done_count[i] += 1
+        mean = float(np.mean(returns))
+        return EvalResult(
+            reward_mean=mean,
+            episode_returns=returns,
+            policy_version=self.policy_version,
+            stop=mean >= self.cfg.env.stop_value,
+            envsteps=steps,
+            duration_s=time.perf_counter() - start,
+        )
+
+    def close(self) -> None:
+        """Close the envs."""
+        self.envs.close()
+
+
+def _quotas(n_episode: int, n_env: int) -> np.ndarray:
+    """Episodes per env: n // env each, the remainder to the first envs (reference balance)."""
+    quota = np.full(n_env, n_episode // n_env, dtype=np.int64)
+    quota[: n_episode % n_env] += 1
+    return quota

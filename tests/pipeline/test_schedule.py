@@ -1,0 +1,54 @@
+"""The schedule rules as tables (lightzero_facts §8.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeropipe.pipeline.schedule import (
+    is_trainable,
+    reanalyze_interval,
+    reanalyze_period,
+    should_eval,
+    should_publish,
+)
+
+
+@pytest.mark.parametrize(
+    ("train_iter", "last", "freq", "expected"),
+    [(0, 0, 5, False), (4, 0, 5, False), (5, 0, 5, True), (5, 5, 5, False), (10, 5, 5, True)],
+)
+def test_eval_gate(train_iter, last, freq, expected):
+    assert should_eval(train_iter, last, freq) is expected
+
+
+@pytest.mark.parametrize(
+    ("current", "last", "interval", "lag", "expected"),
+    [
+        (0, None, 10, 0, True),
+        (1, 0, 10, 0, True),
+        (1, 0, 10, 2, False),
+        (3, 0, 10, 2, True),
+        (9, 0, 10, -1, False),
+        (10, 0, 10, -1, True),
+    ],
+)
+def test_publish_rule(current, last, interval, lag, expected):
+    assert should_publish(current, last, interval, lag) is expected
+
+
+def test_reanalysis_interval_never_zero():
+    assert reanalyze_interval(1, 10) == 1
+    assert reanalyze_interval(25, 10) == 2
+    assert reanalyze_interval(25, 0) is None
+
+
+def test_reanalysis_period_is_not_off_by_one():
+    assert reanalyze_period(0.1) == 10
+    assert reanalyze_period(1e-4) == 10000
+    assert reanalyze_period(0) is None and reanalyze_period(2) is None
+
+
+def test_trainable_is_strict():
+    assert is_trainable(envstep=11, num_transitions=5, train_start_after_envsteps=10, batch_size=4)
+    assert not is_trainable(10, 5, 10, 4)
+    assert not is_trainable(11, 4, 10, 4)
