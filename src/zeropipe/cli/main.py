@@ -69,12 +69,11 @@ def _train(args: argparse.Namespace) -> int:
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if cfg.policy.async_pipeline.enabled:
-        raise ConfigError(
-            "the async pipeline is not part of this version yet; run without --async-pipeline"
-        )
-    from zeropipe.pipeline.sync import train_sync
+        summary = _run_async(cfg, show_progress=not args.quiet)
+    else:
+        from zeropipe.pipeline.sync import train_sync
 
-    summary = train_sync(cfg)
+        summary = train_sync(cfg)
     print(
         f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
         f"{summary.train_iter}, best eval {summary.best_reward}, {summary.wall_s:.0f}s; "
@@ -82,6 +81,26 @@ def _train(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _run_async(cfg: ExperimentConfig, show_progress: bool):
+    """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
+
+    asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
+    writes the final checkpoint) and then raises KeyboardInterrupt.
+    """
+    import asyncio
+
+    from zeropipe.pipeline.async_driver import train_async
+
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(train_async(cfg, show_progress=show_progress))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
+    from zeropipe.pipeline.errors import WorkerFailed
+
     try:
         if args.command == "config":
             sys.stdout.write(dump_config(load_config(args.config, args.overrides)))
@@ -101,8 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zeropipe: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
-        print("\nzeropipe: interrupted; final checkpoint written", file=sys.stderr)
+        print("\nzeropipe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except WorkerFailed as exc:
+        print(f"zeropipe: worker failure: {exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
         state.envstep += result.envstep_delta
         state.collects += 1
         trainer.buffer.push(result.segments)
-        trainer.add_budget(train_budget(cfg.policy, result.segments))
+        trainer.add_budget(train_budget(cfg.policy, result.segments), state.envstep)
         _log_collect(state, result)
         _train_budgets(state, progress)
         state.check_limits()
@@ -91,9 +91,6 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
 
 def _train_budgets(state: RunState, progress: ProgressLine) -> None:
     trainer = state.trainer
-    if not trainer.trainable(state.envstep):
-        trainer.budgets.clear()  # budgets earned before training may start are not owed
-        return
     start_iter = state.train_iter
     while trainer.budgets and state.train_iter < state.cfg.max_train_iter:
         trainer.step()
@@ -106,6 +103,7 @@ def _train_budgets(state: RunState, progress: ProgressLine) -> None:
             state.train_iter,
             **trainer.stats.flush(),
             buffer_transitions=trainer.buffer.num_transitions,
+            buffer_bytes_per_transition=trainer.buffer.nbytes() / trainer.buffer.num_transitions,
         )
 
 

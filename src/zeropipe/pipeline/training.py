@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,13 +76,20 @@ class Trainer:
         self.completed_budgets = 0
         self.reanalyses = 0
         self.stats = TrainStats()
+        # Called after each completed budget (UniZero: recompute_pos_emb_diff_and_clear_cache).
+        self.budget_hooks: list[Callable[[], None]] = []
 
-    def add_budget(self, steps: int) -> None:
-        """Queue the budget earned by one collect (a zero budget is not queued)."""
-        if steps <= 0:
-            return
+    def add_budget(self, steps: int, envstep: int) -> bool:
+        """Queue the budget earned by one collect, pushed at `envstep` collected env steps.
+
+        A collect after which the buffer is still not trainable earns nothing (the reference's
+        sync rule, applied in both pipelines so that they train the same number of steps).
+        """
+        if steps <= 0 or not self.trainable(envstep):
+            return False
         interval = reanalyze_interval(steps, self.cfg.buffer_reanalyze_freq)
         self.budgets.append(TrainBudget(steps=steps, reanalyze_interval=interval))
+        return True
 
     def trainable(self, envstep: int) -> bool:
         """Enough data and env steps to sample a batch."""
@@ -112,6 +120,8 @@ class Trainer:
         return result
 
     def _after_budget(self) -> None:
+        for hook in self.budget_hooks:
+            hook()
         period = reanalyze_period(self.cfg.buffer_reanalyze_freq)
         if period is not None and self.completed_budgets % period == 0:
             self.reanalyze_buffer()

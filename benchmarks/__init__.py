@@ -1,0 +1,1 @@
+"""zeropipe benchmarks: `make bench` (python -m benchmarks) prints every figure side by side."""

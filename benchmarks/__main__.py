@@ -1,0 +1,30 @@
+"""`python -m benchmarks`: search, learner and transport figures in one run."""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks import bench_learner, bench_search, bench_transport
+
+SECTIONS = {
+    "search": bench_search.main,
+    "learner": bench_learner.main,
+    "transport": bench_transport.main,
+}
+
+
+def main() -> None:
+    """Run the selected sections (all by default) and print their tables."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("sections", nargs="*", help=f"any of {', '.join(SECTIONS)} (default: all)")
+    args = parser.parse_args()
+    unknown = set(args.sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    for name in args.sections or SECTIONS:
+        print(f"\n== {name} ==", flush=True)
+        SECTIONS[name]()
+
+
+if __name__ == "__main__":
+    main()

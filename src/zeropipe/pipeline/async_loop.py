@@ -1,0 +1,317 @@
+"""The async driver's loop: message handling, launches, chunked training, stop rules.
+
+Runs in: driver (event-loop thread only; the buffer and learner are touched nowhere else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.errors import WorkerFailed
+from zeropipe.pipeline.progress import ProgressLine
+from zeropipe.pipeline.run_state import RunState, clone_state
+from zeropipe.pipeline.schedule import should_eval, should_publish, train_budget
+from zeropipe.pipeline.supervisor import WorkerHandle, WorkerPool
+from zeropipe.pipeline.sync import collect_kwargs
+from zeropipe.transport import (
+    Bye,
+    CollectRequest,
+    CollectResult,
+    EvalRequest,
+    EvalResult,
+    Message,
+    SnapshotPublisher,
+    SnapshotRef,
+    TransportError,
+    WorkerError,
+)
+from zeropipe.workers.evaluator import EvalResult as EvalOutcome
+from zeropipe.workers.wire import segments_from_wire
+
+log = logging.getLogger("zeropipe.driver")
+
+MAX_RESTARTS = 3  # per worker; a worker that keeps dying is a bug to report, not to hide
+
+
+class AsyncRun:
+    """State and rules of one async run (DESIGN §5)."""
+
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        state: RunState,
+        pool: WorkerPool,
+        publisher: SnapshotPublisher,
+        inbox: asyncio.Queue,
+        progress: ProgressLine | None,
+    ) -> None:
+        self.cfg = cfg
+        self.ap = cfg.policy.async_pipeline
+        self.state = state
+        self.trainer = state.trainer
+        self.pool = pool
+        self.publisher = publisher
+        self.inbox = inbox
+        self.progress = progress
+        self.request_ids = itertools.count()
+        self.last_published: int | None = None
+        self.pending_evals: dict[int, dict] = {}  # request_id -> evaluated weights (CPU copy)
+        self.start = time.monotonic()
+        self.publish_s = 0.0
+        if self.ap.eval_at_start:
+            state.last_eval_iter = -cfg.policy.eval_freq
+
+    # ----------------------------------------------------------------- loop
+    async def loop(self) -> None:
+        """Run until a stop rule fires."""
+        while True:
+            await self._handle_messages(timeout_s=0.0)
+            await self._maybe_launch_eval()
+            await self._maybe_launch_collects()
+            trained = await self._train_chunk()
+            self.state.check_limits()
+            if self._finished():
+                return
+            if self.progress is not None:
+                self.progress.update(self.state.envstep, self.state.train_iter)
+            if trained == 0:
+                await self._handle_messages(timeout_s=self.ap.poll_interval_s)
+            else:
+                await asyncio.sleep(0)  # let the pipe readers run between chunks
+
+    def _finished(self) -> bool:
+        state = self.state
+        if state.stop_reason in ("stop_value", "max_train_iter"):
+            return True
+        if state.envstep < self.cfg.max_env_step:
+            return False
+        # Env steps are spent: finish the owed budgets (as sync does), then stop.
+        if self._inflight("collector"):
+            return False
+        can_train = self.trainer.budgets and self.trainer.trainable(state.envstep)
+        return not can_train
+
+    async def _train_chunk(self) -> int:
+        trained = 0
+        trainer = self.trainer
+        while (
+            trained < self.ap.max_train_chunk_steps
+            and trainer.budgets
+            and self.state.train_iter < self.cfg.max_train_iter
+            and self.state.stop_reason != "stop_value"
+        ):
+            trainer.step()
+            trained += 1
+            self.state.save_periodic()
+            if not trainer.budgets or trainer.budgets[0].progress == 0:
+                self._log_train()
+            if self.state.train_iter % self.ap.buffer_stats_interval == 0:
+                self._log_buffer()
+            await self._handle_messages(timeout_s=0.0)
+            await self._maybe_launch_eval()
+        return trained
+
+    # ------------------------------------------------------------- messages
+    async def _handle_messages(self, timeout_s: float) -> None:
+        """Handle every queued message; wait up to `timeout_s` for the first one."""
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that
+        # arrives while the inner get() completes, and the driver must always be cancellable.
+        try:
+            if timeout_s <= 0:
+                item = self.inbox.get_nowait()
+            else:
+                async with asyncio.timeout(timeout_s):
+                    item = await self.inbox.get()
+        except (asyncio.QueueEmpty, TimeoutError):
+            return
+        while True:
+            await self._dispatch(*item)
+            try:
+                item = self.inbox.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+
+    async def _dispatch(self, handle: WorkerHandle, msg: Message | TransportError) -> None:
+        if isinstance(msg, CollectResult):
+            self._on_collect(handle, msg)
+        elif isinstance(msg, EvalResult):
+            self._on_eval(handle, msg)
+        elif isinstance(msg, WorkerError):
+            raise WorkerFailed(f"{handle.name} failed: {msg.message}\n{msg.traceback}")
+        elif isinstance(msg, TransportError):
+            await self._on_worker_gone(handle, msg)
+        elif not isinstance(msg, Bye):
+            raise WorkerFailed(f"{handle.name} sent an unexpected {type(msg).__name__}")
+
+    def _finish_request(self, handle: WorkerHandle, request_id: int) -> None:
+        if handle.request is None or handle.request[0] != request_id:
+            raise WorkerFailed(f"{handle.name} answered request {request_id} it was not given")
+        self.publisher.release(handle.request[1])
+        handle.request = None
+
+    def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
+        self._finish_request(handle, msg.request_id)
+        handle.busy_s += msg.busy_s
+        state = self.state
+        segments = segments_from_wire(
+            msg.segments, f"collect_result {msg.request_id} from {handle.name}"
+        )
+        state.envstep += msg.envstep_delta
+        state.collects += 1
+        self.trainer.buffer.push(segments)
+        self.trainer.add_budget(train_budget(self.cfg.policy, segments), state.envstep)
+        wall = max(time.monotonic() - self.start, 1e-9)
+        state.run.metrics.log(
+            "collect",
+            state.envstep,
+            state.train_iter,
+            worker=handle.name,
+            envstep_delta=msg.envstep_delta,
+            policy_version=msg.policy_version,
+            policy_lag=state.train_iter - msg.policy_version,
+            segments=len(segments),
+            collect_duration_s=msg.duration_s,
+            envstep_per_s=state.envstep / wall,
+            learner_steps_per_s=state.train_iter / wall,
+            budget_queue_len=len(self.trainer.budgets),
+            worker_busy_fraction=handle.busy_s / wall,
+            episode_return_mean=_mean(msg.episode_returns),
+        )
+
+    def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
+        self._finish_request(handle, msg.request_id)
+        snapshot = self.pending_evals.pop(msg.request_id)
+        outcome = EvalOutcome(
+            reward_mean=msg.reward_mean,
+            episode_returns=list(msg.episode_returns),
+            policy_version=msg.policy_version,
+            stop=msg.reward_mean >= self.cfg.env.stop_value,
+            envsteps=0,
+            duration_s=msg.duration_s,
+        )
+        self.state.record_eval(outcome, snapshot)
+        if self.progress is not None:
+            self.progress.eval_done(msg.reward_mean)
+        log.info("eval of version %d: reward_mean %.2f", msg.policy_version, msg.reward_mean)
+
+    async def _on_worker_gone(self, handle: WorkerHandle, exc: TransportError) -> None:
+        if handle.request is not None:
+            request_id, ref = handle.request
+            self.publisher.release(ref)
+            self.pending_evals.pop(request_id, None)
+            handle.request = None
+        if handle.restarts >= MAX_RESTARTS:
+            raise WorkerFailed(f"{handle.name} died {handle.restarts + 1} times; last: {exc}")
+        log.error("%s died (%s); restarting it", handle.name, exc)
+        await self.pool.restart(handle)
+        self.state.run.metrics.log(
+            "restart", self.state.envstep, self.state.train_iter, worker=handle.name
+        )
+
+    # ------------------------------------------------------------- launches
+    def _inflight(self, role: str) -> int:
+        return sum(1 for w in self.pool.of_role(role) if w.request is not None)
+
+    async def _maybe_launch_collects(self) -> None:
+        state = self.state
+        if state.stop_reason or state.envstep >= self.cfg.max_env_step:
+            return
+        queue_full = len(self.trainer.budgets) >= self.ap.resolved_max_train_budget_queue_size
+        if queue_full and self.trainer.trainable(state.envstep):
+            return  # backpressure, only once training can consume the budgets
+        for handle in self.pool.of_role("collector"):
+            if self._inflight("collector") >= self.ap.resolved_max_collect_inflight:
+                return
+            if handle.idle:
+                ref = self._snapshot_for_collect()
+                kwargs = collect_kwargs(self.cfg, state.train_iter, state.envstep)
+                await self._send(
+                    handle,
+                    ref,
+                    lambda rid, ref=ref, kw=kwargs: CollectRequest(
+                        rid, ref, state.train_iter, state.envstep, kw["temperature"], kw["epsilon"]
+                    ),
+                )
+
+    async def _maybe_launch_eval(self) -> None:
+        state = self.state
+        if state.stop_reason or self._inflight("evaluator") >= self.ap.max_eval_inflight:
+            return
+        if not should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq):
+            return
+        idle = [w for w in self.pool.of_role("evaluator") if w.idle]
+        if not idle:
+            return
+        state.last_eval_iter = state.train_iter
+        ref = self._publish(force=True)
+        rid = await self._send(
+            idle[0], ref, lambda rid: EvalRequest(rid, ref, state.train_iter, state.envstep)
+        )
+        self.pending_evals[rid] = clone_state(self.trainer.learner.network)
+
+    async def _send(self, handle: WorkerHandle, ref: SnapshotRef, make) -> int:
+        request_id = next(self.request_ids)
+        self.publisher.acquire(ref)
+        handle.request = (request_id, ref)
+        try:
+            await handle.endpoint.send(make(request_id))
+        except TransportError as exc:
+            await self._on_worker_gone(handle, exc)
+        return request_id
+
+    # ------------------------------------------------------------- snapshots
+    def _snapshot_for_collect(self) -> SnapshotRef:
+        ap = self.ap
+        due = should_publish(
+            self.state.train_iter, self.last_published, ap.weight_sync_interval, ap.max_policy_lag
+        )
+        return self._publish(force=due)
+
+    def _publish(self, force: bool) -> SnapshotRef:
+        version = self.state.train_iter
+        latest = self.publisher.latest
+        if latest is not None and (latest.version == version or not force):
+            return latest
+        start = time.perf_counter()
+        ref = self.publisher.publish(version, self.trainer.learner.network.state_dict())
+        elapsed = time.perf_counter() - start
+        self.publish_s += elapsed
+        self.last_published = version
+        self.state.run.metrics.log(
+            "publish", self.state.envstep, version, policy_version=version, publish_s=elapsed
+        )
+        return ref
+
+    def _log_buffer(self) -> None:
+        buffer = self.trainer.buffer
+        self.state.run.metrics.log(
+            "buffer",
+            self.state.envstep,
+            self.state.train_iter,
+            transitions=buffer.num_transitions,
+            segments=buffer.num_segments,
+            nbytes=buffer.nbytes(),
+            snapshot_publish_s_total=self.publish_s,
+        )
+
+    def _log_train(self) -> None:
+        state = self.state
+        wall = max(time.monotonic() - self.start, 1e-9)
+        state.run.metrics.log(
+            "train",
+            state.envstep,
+            state.train_iter,
+            **self.trainer.stats.flush(),
+            learner_steps_per_s=state.train_iter / wall,
+            budget_queue_len=len(self.trainer.budgets),
+            buffer_transitions=self.trainer.buffer.num_transitions,
+        )
+
+
+def _mean(values) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None

@@ -1,0 +1,218 @@
+"""Worker supervision for the async pipeline: spawn, handshake, inbox, restart, shutdown.
+
+Runs in: driver (on the event-loop thread). Each worker is a `spawn`ed process with one duplex
+pipe. A reader task per worker forwards its messages (or the error that ended its pipe) to one
+inbox queue, so the driver waits on a single queue. Process exit is observed through the
+process sentinel fd (`loop.add_reader`), never by polling with sleeps. Shutdown asks every worker to
+exit, waits up to `shutdown_timeout_s`, then kills what is left; `kill_all()` is the synchronous
+last resort used on any exit path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing as mp
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from zeropipe.pipeline.errors import WorkerFailed
+from zeropipe.transport import (
+    DriverEndpoint,
+    Message,
+    ParamLayout,
+    Shutdown,
+    SnapshotLayout,
+    SnapshotRef,
+    TransportError,
+)
+from zeropipe.workers.process import (
+    WorkerSpec,
+    applied_environment,
+    worker_environment,
+    worker_main,
+)
+
+log = logging.getLogger("zeropipe.supervisor")
+
+Role = Literal["collector", "evaluator"]
+HELLO_TIMEOUT_S = 120.0  # a worker imports torch and builds its envs before saying hello
+
+
+@dataclass
+class WorkerHandle:
+    """The driver's view of one worker process."""
+
+    role: Role
+    worker_id: int
+    process: Any = None  # multiprocessing.Process
+    endpoint: DriverEndpoint | None = None
+    reader: asyncio.Task | None = None
+    request: tuple[int, SnapshotRef] | None = None  # (request_id, leased snapshot) in flight
+    restarts: int = 0
+    busy_s: float = 0.0
+    started_at: float = field(default=0.0)
+
+    @property
+    def name(self) -> str:
+        """`collector-0`, `evaluator-1`, ..."""
+        return f"{self.role}-{self.worker_id}"
+
+    @property
+    def idle(self) -> bool:
+        """Alive, connected and without a request in flight."""
+        return self.endpoint is not None and self.request is None
+
+
+class WorkerPool:
+    """Spawns and supervises the collector and evaluator processes.
+
+    Args:
+        config: the experiment config as plain data (`model_dump(mode="json")`).
+        layout: the snapshot parameter layout, sent once to every worker.
+        num_collectors / num_evaluators: process counts.
+        collector_threads / evaluator_threads: torch threads per worker.
+        inbox: queue receiving `(handle, message | TransportError)`.
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        layout: ParamLayout,
+        num_collectors: int,
+        num_evaluators: int,
+        collector_threads: int,
+        evaluator_threads: int,
+        inbox: asyncio.Queue,
+    ) -> None:
+        self.config = config
+        self.layout = layout
+        self.threads = {"collector": collector_threads, "evaluator": evaluator_threads}
+        self.inbox = inbox
+        self.ctx = mp.get_context("spawn")
+        self.workers = [WorkerHandle("collector", i) for i in range(num_collectors)]
+        self.workers += [WorkerHandle("evaluator", i) for i in range(num_evaluators)]
+
+    def of_role(self, role: Role) -> list[WorkerHandle]:
+        """The handles of one role."""
+        return [w for w in self.workers if w.role == role]
+
+    async def start(self) -> None:
+        """Spawn every worker and complete its handshake (concurrently)."""
+        for handle in self.workers:
+            self._spawn(handle)
+        await asyncio.gather(*(self._handshake(h) for h in self.workers))
+
+    async def restart(self, handle: WorkerHandle) -> None:
+        """Replace a dead worker with a fresh process."""
+        self._reap(handle)
+        handle.restarts += 1
+        self._spawn(handle)
+        await self._handshake(handle)
+
+    def _spawn(self, handle: WorkerHandle) -> None:
+        parent, child = self.ctx.Pipe(duplex=True)
+        spec = WorkerSpec(
+            role=handle.role,
+            worker_id=handle.worker_id,
+            config=self.config,
+            num_threads=self.threads[handle.role],
+        )
+        handle.process = self.ctx.Process(
+            target=worker_main, args=(child, spec), name=f"zeropipe-{handle.name}", daemon=True
+        )
+        # spawn children read these before importing numpy/torch
+        with applied_environment(worker_environment(spec.num_threads)):
+            handle.process.start()
+        child.close()  # else the kernel never reports EOF when the worker dies
+        handle.endpoint = DriverEndpoint(parent, handle.name)
+        handle.request = None
+
+    async def _handshake(self, handle: WorkerHandle) -> None:
+        assert handle.endpoint is not None
+        try:
+            hello = await handle.endpoint.expect_hello(timeout=HELLO_TIMEOUT_S)
+            if hello.worker_id != handle.worker_id or hello.role != handle.role:
+                raise WorkerFailed(f"{handle.name}: handshake from {hello.role}-{hello.worker_id}")
+            await handle.endpoint.send(SnapshotLayout(layout=self.layout))
+        except (TransportError, TimeoutError) as exc:
+            raise WorkerFailed(f"{handle.name} did not start: {exc}") from exc
+        handle.reader = asyncio.create_task(self._read_loop(handle), name=f"{handle.name}-reader")
+
+    async def _read_loop(self, handle: WorkerHandle) -> None:
+        endpoint = handle.endpoint
+        assert endpoint is not None
+        while True:
+            try:
+                msg: Message | TransportError = await endpoint.recv()
+            except TransportError as exc:
+                msg = exc
+            await self.inbox.put((handle, msg))
+            if isinstance(msg, TransportError) and not _recoverable(msg):
+                return
+
+    async def shutdown(self, timeout_s: float) -> None:
+        """Ask every worker to exit, wait up to `timeout_s`, then kill the rest."""
+        for handle in self.workers:
+            if handle.endpoint is not None:
+                with contextlib.suppress(TransportError, TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await handle.endpoint.send(Shutdown())
+        exits = [_process_exit(h.process) for h in self.workers if h.process is not None]
+        if exits:
+            _done, pending = await asyncio.wait(exits, timeout=timeout_s)
+            for fut in pending:
+                fut.cancel()
+            if pending:
+                log.warning(
+                    "%d worker(s) did not exit within %.0fs; killing", len(pending), timeout_s
+                )
+        self.kill_all()
+
+    def kill_all(self) -> None:
+        """Synchronously kill and reap every worker, close every pipe (idempotent)."""
+        for handle in self.workers:
+            self._reap(handle)
+
+    def _reap(self, handle: WorkerHandle) -> None:
+        if handle.reader is not None:
+            handle.reader.cancel()
+            handle.reader = None
+        if handle.endpoint is not None:
+            handle.endpoint.close()
+            handle.endpoint = None
+        proc = handle.process
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(timeout=10)
+            proc.close()
+            handle.process = None
+        handle.request = None
+
+
+def _recoverable(exc: TransportError) -> bool:
+    """A malformed frame leaves the stream usable; a gone peer does not."""
+    from zeropipe.transport import ProtocolError
+
+    return isinstance(exc, ProtocolError)
+
+
+def _process_exit(process: Any) -> asyncio.Future:
+    """A future resolved when `process` exits (its sentinel fd becomes readable)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    if not process.is_alive():
+        fut.set_result(process.exitcode)
+        return fut
+    sentinel = process.sentinel
+
+    def on_exit() -> None:
+        loop.remove_reader(sentinel)
+        if not fut.done():
+            fut.set_result(None)
+
+    loop.add_reader(sentinel, on_exit)
+    fut.add_done_callback(lambda _f: loop.remove_reader(sentinel))
+    return fut

@@ -1,0 +1,45 @@
+"""A config that trains in seconds (chain env, tiny MLP, few simulations), shared by tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zeropipe.config import ExperimentConfig, config_from_dict
+
+
+def tiny_config(exp_name: Path, **policy) -> ExperimentConfig:
+    """A config that trains in seconds: chain env, tiny MLP, few simulations."""
+    raw = {
+        "exp_name": str(exp_name),
+        "seed": 0,
+        "max_env_step": 400,
+        "env": {
+            "env_id": "zeropipe/Chain-v0",
+            "collector_env_num": 2,
+            "evaluator_env_num": 2,
+            "n_evaluator_episode": 2,
+            "stop_value": 1000,
+        },
+        "policy": {
+            "model": {
+                "kind": "mlp",
+                "latent_dim": 16,
+                "hidden_dim": 16,
+                "num_layers": 1,
+                "head_hidden_dim": 16,
+                "value_support_range": [-5, 6, 1],
+                "reward_support_range": [-5, 6, 1],
+            },
+            "num_simulations": 4,
+            "game_segment_length": 8,
+            "num_unroll_steps": 3,
+            "td_steps": 3,
+            "batch_size": 8,
+            "replay_ratio": 0.5,
+            "eval_freq": 20,
+            "save_ckpt_freq": 1000,
+            "replay_buffer_size": 1000,
+            **policy,
+        },
+    }
+    return config_from_dict(raw)
