@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks import bench_learner, bench_search, bench_transport
+from benchmarks import bench_learner, bench_pipeline, bench_search, bench_transport
 
 SECTIONS = {
     "search": bench_search.main,
     "learner": bench_learner.main,
     "transport": bench_transport.main,
+    "pipeline": bench_pipeline.main,
 }
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,49 @@ def test_config_prints_resolved_defaults(tiny_config: Path):
     proc = run_cli("config", str(tiny_config), cwd=tiny_config.parent)
     assert proc.returncode == 0
     assert "pb_c_base: 19652.0" in proc.stdout and "async_pipeline:" in proc.stdout
+
+
+def _metrics_has(run: Path, event: str) -> bool:
+    path = run / "log" / "metrics.jsonl"
+    return path.exists() and f'"event": "{event}"' in path.read_text()
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_during_async_run_shuts_down_cleanly(tmp_path: Path):
+    shm_before = {n for n in os.listdir("/dev/shm") if n.startswith("zeropipe_")}
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY.format(exp="run").replace("max_env_step: 240", "max_env_step: 1000000"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zeropipe",
+            "train",
+            str(config),
+            "--async-pipeline",
+            "--quiet",
+            "--set",
+            "policy.async_pipeline.shutdown_timeout_s=10",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    while not _metrics_has(tmp_path / "run", "train"):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.1)  # polling a file for a condition, bounded by the deadline
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+    sent = time.monotonic()
+    _out, err = proc.communicate(timeout=10 + 20)
+    assert time.monotonic() - sent < 10 + 20
+    assert proc.returncode == 130, err
+    assert (tmp_path / "run" / "ckpt" / "ckpt_latest.pth.tar").exists()
+    left = subprocess.run(
+        ["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True
+    )
+    assert left.returncode != 0, left.stdout  # ps finds no process of the group
+    shm_after = {n for n in os.listdir("/dev/shm") if n.startswith("zeropipe_")}
+    assert shm_after - shm_before == set()

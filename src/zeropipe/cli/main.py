@@ -99,8 +99,25 @@ def _run_async(cfg: ExperimentConfig, show_progress: bool):
         factory = uvloop.new_event_loop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
         factory = None
-    with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(train_async(cfg, show_progress=show_progress))
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(train_async(cfg, show_progress=show_progress))
+    finally:
+        _stop_resource_tracker()
+
+
+def _stop_resource_tracker() -> None:
+    """Reap multiprocessing's resource-tracker process before the CLI exits.
+
+    The driver's shared-memory blocks are all unlinked by now; without this the tracker outlives
+    the driver for a moment and, under an init that does not reap orphans (containers), stays as
+    a zombie. Only the CLI does this: an embedding application may still need its tracker.
+    """
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

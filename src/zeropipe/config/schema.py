@@ -174,6 +174,12 @@ class PolicyConfig(_Strict):
 
     type: PolicyType = Field("muzero", description="Policy type; see DESIGN §3 for all ten.")
     device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    learner_num_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Torch CPU threads of the driver/learner process. None: torch's default in "
+        "the sync pipeline; in the async pipeline the cores left after one per worker (min 1).",
+    )
     model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
     # search
     num_simulations: int = Field(25, ge=1, description="MCTS simulations per collect step.")

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
+
+import torch
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
@@ -46,12 +49,13 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
     start = time.monotonic()
+    ap = cfg.policy.async_pipeline
+    torch.set_num_threads(learner_threads(cfg))
     comps = build_driver(cfg)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     run = RunDir(cfg)
     state = RunState(cfg, run, trainer)
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
-    ap = cfg.policy.async_pipeline
     layout = ParamLayout.from_state_dict(comps.learner.network.state_dict())
     publisher = SnapshotPublisher(layout)
     inbox: asyncio.Queue = asyncio.Queue()
@@ -81,6 +85,20 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
             progress.update(state.envstep, state.train_iter, force=True)
             progress.close()
     return summary
+
+
+def learner_threads(cfg: ExperimentConfig) -> int:
+    """Torch threads for the driver: configured, else the cores not given to workers.
+
+    On a small machine the workers and the learner compete for the same cores; a learner that
+    oversubscribes them slows everyone (on 2 cores one learner thread is as fast as two).
+    """
+    if cfg.policy.learner_num_threads is not None:
+        return cfg.policy.learner_num_threads
+    ap = cfg.policy.async_pipeline
+    workers = ap.num_collector_actors * ap.collector_num_cpus
+    workers += ap.num_evaluator_actors * ap.evaluator_num_cpus
+    return max(1, (os.cpu_count() or 1) - workers)
 
 
 async def _shutdown(pool: WorkerPool, publisher: SnapshotPublisher, timeout_s: float) -> None:

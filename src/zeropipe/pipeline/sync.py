@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import time
 
+import torch
+
 from zeropipe.algos.acting import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
@@ -47,6 +49,8 @@ def train_sync(cfg: ExperimentConfig) -> RunSummary:
         How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
     """
     start = time.monotonic()
+    if cfg.policy.learner_num_threads is not None:
+        torch.set_num_threads(cfg.policy.learner_num_threads)
     comps = build_driver(cfg)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     collector = build_collector(cfg)
