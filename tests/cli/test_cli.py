@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 TINY = """
 exp_name: {exp}
@@ -132,3 +133,22 @@ def test_ctrl_c_during_async_run_shuts_down_cleanly(tmp_path: Path):
     assert left.returncode != 0, left.stdout  # ps finds no process of the group
     shm_after = {n for n in os.listdir("/dev/shm") if n.startswith("zeropipe_")}
     assert shm_after - shm_before == set()
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("policy.async_pipeline.ray_local_mode=true", "ray_local_mode"),
+        pytest.param(
+            "policy.async_pipeline.collector_num_gpus=0.5",
+            "collector_num_gpus",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU share is valid here"),
+        ),
+    ],
+)
+def test_async_options_that_cannot_be_honoured(tiny_config: Path, override: str, needle: str):
+    proc = run_cli(
+        "train", str(tiny_config), "--async-pipeline", "--set", override, cwd=tiny_config.parent
+    )
+    assert proc.returncode == 2
+    assert needle in proc.stderr and not (tiny_config.parent / "run").exists()

@@ -69,6 +69,9 @@ def _train(args: argparse.Namespace) -> int:
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if cfg.policy.async_pipeline.enabled:
+        from zeropipe.pipeline.async_driver import check_async_options
+
+        check_async_options(cfg)  # before anything is written
         summary = _run_async(cfg, show_progress=not args.quiet)
     else:
         from zeropipe.pipeline.sync import train_sync

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from zeropipe.config import ExperimentConfig
+from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.progress import ProgressLine
@@ -45,9 +45,11 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
         How the run ended.
 
     Raises:
+        ConfigError: async settings that cannot be honoured here (see check_async_options).
         WorkerFailed: a worker reported an error, or died more often than it may be restarted.
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
+    check_async_options(cfg)
     start = time.monotonic()
     ap = cfg.policy.async_pipeline
     torch.set_num_threads(learner_threads(cfg))
@@ -85,6 +87,26 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
             progress.update(state.envstep, state.train_iter, force=True)
             progress.close()
     return summary
+
+
+def check_async_options(cfg: ExperimentConfig) -> None:
+    """Reject async settings this machine or build cannot honour, naming the field.
+
+    Raises:
+        ConfigError: the Ray backend was asked for, or a GPU share without a CUDA device.
+    """
+    ap = cfg.policy.async_pipeline
+    if ap.ray_local_mode:
+        raise ConfigError(
+            "policy.async_pipeline.ray_local_mode: the Ray backend is not part of this version "
+            "(workers are local processes); set it to false"
+        )
+    for name in ("collector_num_gpus", "evaluator_num_gpus"):
+        if getattr(ap, name) > 0 and not torch.cuda.is_available():
+            raise ConfigError(
+                f"policy.async_pipeline.{name}: a GPU share was asked for but torch sees no CUDA "
+                "device; set it to 0 or install a CUDA build of torch (Makefile TORCH_SPEC)"
+            )
 
 
 def learner_threads(cfg: ExperimentConfig) -> int:

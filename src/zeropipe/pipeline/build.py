@@ -70,14 +70,30 @@ def build_driver(cfg: ExperimentConfig) -> Components:
     return Components(spec=spec, learner=learner, buffer=buffer)
 
 
-def build_collector(cfg: ExperimentConfig, actor_id: int = 0) -> Collector:
+def actor_device(cfg: ExperimentConfig, role: str, in_worker: bool) -> str:
+    """Device of a collector's or evaluator's network.
+
+    In the sync pipeline the actors live in the driver and share the learner's device; a worker
+    process uses the GPU only when its `*_num_gpus` share is positive.
+    """
+    if not in_worker:
+        return cfg.policy.device
+    ap = cfg.policy.async_pipeline
+    share = ap.collector_num_gpus if role == "collector" else ap.evaluator_num_gpus
+    return "cuda" if share > 0 else "cpu"
+
+
+def build_collector(cfg: ExperimentConfig, actor_id: int = 0, in_worker: bool = False) -> Collector:
     """A collector with its own network copy."""
     spec = env_spec(cfg.env)
-    return Collector(cfg, build_network(cfg, spec), cfg.seed + actor_id * ACTOR_SEED_STRIDE)
+    device = actor_device(cfg, "collector", in_worker)
+    seed = cfg.seed + actor_id * ACTOR_SEED_STRIDE
+    return Collector(cfg, build_network(cfg, spec), seed, device)
 
 
-def build_evaluator(cfg: ExperimentConfig, actor_id: int = 0) -> Evaluator:
+def build_evaluator(cfg: ExperimentConfig, actor_id: int = 0, in_worker: bool = False) -> Evaluator:
     """An evaluator with its own network copy and fixed seeds."""
     spec = env_spec(cfg.env)
+    device = actor_device(cfg, "evaluator", in_worker)
     seed = cfg.seed + EVAL_SEED_OFFSET + actor_id * ACTOR_SEED_STRIDE
-    return Evaluator(cfg, build_network(cfg, spec), seed)
+    return Evaluator(cfg, build_network(cfg, spec), seed, device)

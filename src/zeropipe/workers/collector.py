@@ -41,14 +41,17 @@ class Collector:
         network: a network of the learner's architecture (its weights are replaced by
             `load_weights`).
         seed: seed of the envs and of the search noise / action sampling.
+        device: where its network runs.
     """
 
-    def __init__(self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int) -> None:
+    def __init__(
+        self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int, device: str = "cpu"
+    ) -> None:
         p = cfg.policy
         self.cfg = cfg
         self.envs = EnvBatch(cfg.env, cfg.env.collector_env_num, "collect", seed)
         frame_ndim = len(self.envs.spec.frame_shape)
-        self.search = NetworkSearch(network, frame_ndim, "cpu")
+        self.search = NetworkSearch(network.to(device), frame_ndim, device)
         self.search_cfg = search_config(p, p.num_simulations)
         self.rng = np.random.default_rng(seed + 7919)
         self.policy_version = -1

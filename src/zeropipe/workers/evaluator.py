@@ -41,14 +41,17 @@ class Evaluator:
         cfg: the experiment config.
         network: a network of the learner's architecture.
         seed: eval env seed; the same for every evaluation.
+        device: where its network runs.
     """
 
-    def __init__(self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int) -> None:
+    def __init__(
+        self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int, device: str = "cpu"
+    ) -> None:
         p = cfg.policy
         self.cfg = cfg
         self.seed = seed
         self.envs = EnvBatch(cfg.env, cfg.env.evaluator_env_num, "eval", seed)
-        self.search = NetworkSearch(network, len(self.envs.spec.frame_shape), "cpu")
+        self.search = NetworkSearch(network.to(device), len(self.envs.spec.frame_shape), device)
         self.search_cfg = search_config(p, p.eval_num_simulations or p.num_simulations)
         self.policy_version = -1
 

@@ -298,7 +298,7 @@ def _build_actor(spec: WorkerSpec) -> Collector | Evaluator:
 
     cfg = ExperimentConfig.model_validate(spec.config)
     build = build_collector if spec.role == "collector" else build_evaluator
-    return build(cfg, spec.worker_id)
+    return build(cfg, spec.worker_id, in_worker=True)
 
 
 def _expect_layout(msg: Message, spec: WorkerSpec) -> ParamLayout:
