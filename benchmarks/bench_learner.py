@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from zeropipe.config import load_config
 from zeropipe.pipeline.build import build_collector, build_driver
 from zeropipe.pipeline.training import Trainer
@@ -47,14 +49,46 @@ def bench_learner(
     }
 
 
+def bench_search_latency(
+    config: str, batch_size: int = 8, num_simulations: int = 50, repeats: int = 20
+) -> dict[str, Any]:
+    """Milliseconds per batched search with the config's real (untrained) network."""
+    cfg = load_config(ROOT / config, [f"policy.num_simulations={num_simulations}"])
+    collector = build_collector(cfg)
+    try:
+        frames = np.stack([t.stacked_obs() for t in collector.trajectories])
+        frames = np.resize(frames, (batch_size, *frames.shape[1:]))
+        masks = np.ones((batch_size, collector.envs.spec.action_space_size), dtype=bool)
+        search, rng = collector.search, np.random.default_rng(0)
+        search.search(frames, masks, collector.search_cfg, rng, add_noise=True)  # warm-up
+        start = time.perf_counter()
+        for _ in range(repeats):
+            search.search(frames, masks, collector.search_cfg, rng, add_noise=True)
+        elapsed = (time.perf_counter() - start) / repeats
+    finally:
+        collector.close()
+    sims = collector.search_cfg.num_simulations
+    return {"config": config, "batch_size": batch_size, "ms": 1000 * elapsed, "sims": sims}
+
+
+CONFIGS = ("configs/cartpole_muzero.yaml", "configs/cartpole_unizero.yaml")
+
+
 def main() -> None:
-    """Print the learner figure."""
-    row = bench_learner()
-    print(
-        f"learner {row['config']} batch {row['batch_size']}: {row['steps_per_s']:.1f} steps/s "
-        f"({row['ms_per_step']:.1f} ms/step; LightZero 0.2.0: 3.4 steps/s → "
-        f"{row['steps_per_s'] / 3.4:.1f}×)"
-    )
+    """Print learner steps/s and search latency for the CartPole configs."""
+    for config in CONFIGS:
+        row = bench_learner(config)
+        print(
+            f"learner {config} batch {row['batch_size']}: {row['steps_per_s']:.1f} steps/s "
+            f"({row['ms_per_step']:.1f} ms/step; LightZero 0.2.0 MuZero: 3.4 steps/s → "
+            f"{row['steps_per_s'] / 3.4:.1f}×)"
+        )
+    for config in CONFIGS:
+        lat = bench_search_latency(config)
+        print(
+            f"search {config} B={lat['batch_size']}, {lat['sims']} sims, real network: "
+            f"{lat['ms']:.1f} ms per search (LightZero MuZero CartPole MLP, B=8, 50 sims: 32 ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import torch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.config import PolicyConfig
 from zeropipe.mcts import SearchConfig, SearchOutput, SearchRoots, StepOutput, run_search
-from zeropipe.models import MuZeroNetwork, logits_to_scalar
+from zeropipe.models import MuZeroNetwork, NetworkOutput, logits_to_scalar
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,24 @@ class NetworkSearch:
             SearchResult for the batch.
         """
         self.network.eval()
-        obs = to_tensor(stack_frames(frames, self.frame_ndim), self.device)
-        out = self.network.initial_inference(obs)
+        out = self.network.initial_inference(self.inputs(frames))
+        return self.search_from(out, action_mask, cfg, rng, add_noise)
+
+    def inputs(self, frames: np.ndarray) -> torch.Tensor:
+        """Stacked frames [B, S, *frame] as the network's input tensor on its device."""
+        return to_tensor(stack_frames(frames, self.frame_ndim), self.device)
+
+    @torch.no_grad()
+    def search_from(
+        self,
+        out: NetworkOutput,
+        action_mask: np.ndarray,
+        cfg: SearchConfig,
+        rng: np.random.Generator,
+        add_noise: bool,
+    ) -> SearchResult:
+        """Search from roots the network already produced (e.g. with a UniZero context)."""
+        self.network.eval()
         value = _scalar(out.value_logits, self.network.value_support)
         roots = SearchRoots(
             latent=out.latent,
@@ -135,3 +151,49 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         root_dirichlet_alpha=cfg.root_dirichlet_alpha,
         root_noise_weight=cfg.root_noise_weight,
     )
+
+
+class ContextFreeRoots:
+    """Roots from the current observation alone (the MuZero family); the cache API is a no-op.
+
+    A network with per-env context (UniZero) provides `new_root_contexts(num_envs)` instead, with
+    the same `root / reset / invalidate` methods backed by KV caches.
+    """
+
+    def __init__(self, network) -> None:
+        self.network = network
+
+    def root(self, obs: torch.Tensor, env_ids, prev_actions) -> NetworkOutput:
+        """The network's initial inference on `obs` [B, *input]."""
+        return self.network.initial_inference(obs)
+
+    def reset(self, env_id: int) -> None:
+        """Nothing is kept per env."""
+
+    def invalidate(self) -> None:
+        """Nothing is cached."""
+
+
+def root_source(network, num_envs: int):
+    """Per-env root provider: KV-cached contexts when the network has them, else context-free."""
+    make = getattr(network, "new_root_contexts", None)
+    return make(num_envs) if make is not None else ContextFreeRoots(network)
+
+
+@torch.no_grad()
+def root_inference(
+    search: NetworkSearch, roots, frames: np.ndarray, prev_actions: np.ndarray
+) -> NetworkOutput:
+    """Root outputs of every env [B] from its stacked frames and the action that led there."""
+    search.network.eval()
+    env_ids = list(range(frames.shape[0]))
+    return roots.root(search.inputs(frames), env_ids, prev_actions.tolist())
+
+
+def load_weights(network, roots, state_dict) -> None:
+    """Load new weights; every cache computed with the old ones becomes invalid."""
+    network.load_state_dict(state_dict)
+    clear = getattr(network, "clear_caches", None)
+    if clear is not None:
+        clear()
+    roots.invalidate()

@@ -40,7 +40,7 @@ class UnrollInputs:
     value_mask: torch.Tensor  # [B, K+1]
     reward_mask: torch.Tensor  # [B, K]
     policy_mask: torch.Tensor  # [B, K+1]
-    ssl_obs: torch.Tensor | None  # [B, K, *input] stacked observations after each action
+    obs_seq: torch.Tensor | None  # [B, K+1, *input] every step's stacked observation, when needed
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def unroll_loss(net: MuZeroNetwork, inp: UnrollInputs, w: LossWeights) -> Unroll
         r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
         pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
         rew = rew + r / k_steps
-        if w.ssl > 0 and inp.ssl_obs is not None:
-            ssl = ssl + _consistency(net, latent, inp.ssl_obs[:, k]) * inp.reward_mask[:, k]
+        if w.ssl > 0 and inp.obs_seq is not None:
+            ssl = ssl + _consistency(net, latent, inp.obs_seq[:, k + 1]) * inp.reward_mask[:, k]
     per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
     terms = {"policy_loss": pol, "value_loss": val, "reward_loss": rew, "entropy": ent}
     if w.ssl > 0:

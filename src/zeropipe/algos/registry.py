@@ -21,6 +21,7 @@ class AlgoSpec:
 
 _SPECS = {
     "muzero": AlgoSpec("muzero", "puct"),
+    "unizero": AlgoSpec("unizero", "puct"),
 }
 
 

@@ -9,6 +9,7 @@ from zeropipe.config.schema import (
     ExperimentConfig,
     ModelConfig,
     PolicyConfig,
+    WorldModelConfig,
 )
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "ExperimentConfig",
     "ModelConfig",
     "PolicyConfig",
+    "WorldModelConfig",
     "config_from_dict",
     "dump_config",
     "load_config",

@@ -77,6 +77,31 @@ class EnvConfig(_Strict):
     )
 
 
+class WorldModelConfig(_Strict):
+    """UniZero's transformer world model (used by the unizero family only)."""
+
+    embed_dim: int = Field(64, ge=8, description="Token embedding size E.")
+    num_layers: int = Field(2, ge=1, description="Transformer blocks.")
+    num_heads: int = Field(2, ge=1, description="Attention heads (must divide embed_dim).")
+    context_steps: int = Field(
+        4,
+        ge=1,
+        description="Inference window in env steps (2 tokens each): the root context and the "
+        "search path together keep at most this many (obs, action) pairs; older tokens are "
+        "dropped and the window rebuilt exactly from its raw tokens.",
+    )
+    dropout: float = Field(0.1, ge=0.0, lt=1.0, description="Dropout in attention and MLP.")
+    latent_loss_weight: float = Field(
+        10.0, ge=0.0, description="Weight of the next-latent MSE (reference: 10)."
+    )
+    value_loss_weight: float = Field(0.5, ge=0.0, description="Weight of the value loss (0.5).")
+    reward_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the reward loss (1).")
+    policy_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the policy loss (1).")
+    label_smoothing_eps: float = Field(
+        0.1, ge=0.0, lt=1.0, description="Label smoothing of value/reward two-hot targets."
+    )
+
+
 class ModelConfig(_Strict):
     """Network sizes. `kind: auto` picks mlp for vector observations and conv for images."""
 
@@ -100,6 +125,9 @@ class ModelConfig(_Strict):
     proj_hidden_dim: int = Field(256, ge=1, description="SSL projection hidden width.")
     proj_out_dim: int = Field(256, ge=1, description="SSL projection output width.")
     pred_hidden_dim: int = Field(128, ge=1, description="SSL predictor hidden width.")
+    world_model: WorldModelConfig = Field(
+        default_factory=WorldModelConfig, description="UniZero transformer settings."
+    )
 
 
 class EpsilonGreedyConfig(_Strict):
@@ -274,6 +302,12 @@ class PolicyConfig(_Strict):
     policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
     ssl_loss_weight: float = Field(
         0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
+    )
+    kv_cache_clear_interval: int = Field(
+        2000,
+        ge=0,
+        description="UniZero: invalidate every env's root KV cache every this many env steps of "
+        "that env (0 disables); caches are rebuilt exactly from the raw recent observations.",
     )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")

@@ -18,7 +18,9 @@ import torch
 from zeropipe.algos.acting import search_config
 from zeropipe.algos.losses import LossWeights, UnrollInputs, unroll_loss
 from zeropipe.algos.observation import stack_frames, to_tensor
+from zeropipe.algos.registry import algo_spec
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
+from zeropipe.algos.unizero import unizero_loss
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
 from zeropipe.models import MuZeroNetwork
@@ -75,6 +77,9 @@ class Learner:
         self.target_network.requires_grad_(False)
         self.optimizer = build_optimizer(self.network.parameters(), cfg)
         self.frame_ndim = frame_ndim
+        self.family = algo_spec(cfg.type).family
+        # Every step's observation: UniZero's token sequence, MuZero's consistency targets.
+        self.needs_obs_seq = self.family == "unizero" or cfg.ssl_loss_weight > 0
         self.train_iter = 0
         self.weights = LossWeights(
             value=cfg.value_loss_weight,
@@ -97,7 +102,12 @@ class Learner:
         targets = self.targets.compute(batch)
         inputs = self._inputs(batch, targets.value, targets.reward, targets.policy)
         self.network.train()
-        loss = unroll_loss(self.network, inputs, self.weights)
+        if self.family == "unizero":
+            loss = unizero_loss(
+                self.network, self.target_network, inputs, self.cfg, self.train_iter
+            )
+        else:
+            loss = unroll_loss(self.network, inputs, self.weights)
         weights = to_tensor(batch.weights, self.device)
         total = (weights * loss.per_sample).mean()
         self._set_lr()
@@ -124,10 +134,10 @@ class Learner:
         s = batch.bootstrap_obs.shape[2]
         k = batch.actions.shape[1]
         root = stack_frames(batch.obs[:, :s], self.frame_ndim)
-        ssl_obs = None
-        if self.weights.ssl > 0:
-            windows = np.stack([batch.obs[:, j : j + s] for j in range(1, k + 1)], axis=1)
-            ssl_obs = to_tensor(stack_frames(windows, self.frame_ndim), self.device)
+        obs_seq = None
+        if self.needs_obs_seq:
+            windows = np.stack([batch.obs[:, j : j + s] for j in range(k + 1)], axis=1)
+            obs_seq = to_tensor(stack_frames(windows, self.frame_ndim), self.device)
         dev = self.device
         return UnrollInputs(
             root_obs=to_tensor(root, dev),
@@ -138,7 +148,7 @@ class Learner:
             value_mask=to_tensor(batch.value_mask, dev),
             reward_mask=to_tensor(batch.reward_mask, dev),
             policy_mask=to_tensor(batch.policy_mask, dev),
-            ssl_obs=ssl_obs,
+            obs_seq=obs_seq,
         )
 
     def _set_lr(self) -> None:

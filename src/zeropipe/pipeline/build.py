@@ -17,7 +17,7 @@ from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvSpec, env_spec
 from zeropipe.learner.learner import Learner
-from zeropipe.models import MuZeroNetwork
+from zeropipe.models import MuZeroNetwork, UniZeroNetwork
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
 
@@ -25,10 +25,12 @@ EVAL_SEED_OFFSET = 100_000
 ACTOR_SEED_STRIDE = 1000
 
 
-def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> MuZeroNetwork:
-    """A fresh network for this config and env."""
-    algo_spec(cfg.policy.type)
+def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
+    """A fresh network of the policy type's family for this config and env."""
+    family = algo_spec(cfg.policy.type).family
     shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
+    if family == "unizero":
+        return UniZeroNetwork(shape, spec.action_space_size, cfg.policy.model)
     # The SSL projection is only built when its loss is used, which keeps snapshots small.
     with_projection = cfg.policy.ssl_loss_weight > 0
     return MuZeroNetwork(

@@ -76,8 +76,13 @@ class Trainer:
         self.completed_budgets = 0
         self.reanalyses = 0
         self.stats = TrainStats()
-        # Called after each completed budget (UniZero: recompute_pos_emb_diff_and_clear_cache).
-        self.budget_hooks: list[Callable[[], None]] = []
+        # Called after each completed budget. The equivalent of UniZero's
+        # recompute_pos_emb_diff_and_clear_cache(): caches computed with the old weights go.
+        self.budget_hooks: list[Callable[[], None]] = [
+            clear
+            for net in (learner.network, learner.target_network)
+            if (clear := getattr(net, "clear_caches", None)) is not None
+        ]
 
     def add_budget(self, steps: int, envstep: int) -> bool:
         """Queue the budget earned by one collect, pushed at `envstep` collected env steps.

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import NetworkSearch, search_config
+from zeropipe.algos.acting import (
+    NetworkSearch,
+    load_weights,
+    root_inference,
+    root_source,
+    search_config,
+)
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvBatch
@@ -65,13 +71,16 @@ class Collector:
             )
             for _ in range(self.envs.num_envs)
         ]
+        self.roots = root_source(self.search.network, self.envs.num_envs)
+        self.prev_actions = np.full(self.envs.num_envs, -1, dtype=np.int64)  # -1: episode start
+        self.steps_since_cache_clear = 0
         frames, masks = self.envs.reset()
         for i, traj in enumerate(self.trajectories):
             traj.start_episode(frames[i], masks[i], self._new_episode_id())
 
     def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
         """Replace the network weights; call only between collects."""
-        self.search.network.load_state_dict(state_dict)
+        load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
 
     def collect(self, temperature: float, epsilon: float) -> CollectResult:
@@ -102,11 +111,14 @@ class Collector:
     def _step(self, temperature: float, epsilon: float, returns: list[float]) -> list[GameSegment]:
         frames = np.stack([t.stacked_obs() for t in self.trajectories])
         masks = np.stack([t.action_mask() for t in self.trajectories])
-        result = self.search.search(frames, masks, self.search_cfg, self.rng, add_noise=True)
+        root = root_inference(self.search, self.roots, frames, self.prev_actions)
+        result = self.search.search_from(root, masks, self.search_cfg, self.rng, add_noise=True)
         actions = select_action(
             result.visit_counts, temperature, self.rng, epsilon=epsilon, action_mask=masks
         )
         step = self.envs.step(actions)
+        self.prev_actions = actions.copy()
+        self._tick_cache_clock()
         ready: list[GameSegment] = []
         for i, traj in enumerate(self.trajectories):
             ready += traj.append(
@@ -120,11 +132,21 @@ class Collector:
             )
             if step.terminated[i] or step.truncated[i]:
                 ready += traj.end_episode(bool(step.terminated[i]))
+                self.prev_actions[i] = -1
+                self.roots.reset(i)
                 traj.start_episode(
                     step.reset_frames[i], step.reset_action_masks[i], self._new_episode_id()
                 )
         returns.extend(step.episode_returns.values())
         return ready
+
+    def _tick_cache_clock(self) -> None:
+        """Invalidate the root KV caches every `kv_cache_clear_interval` env steps per env."""
+        interval = self.cfg.policy.kv_cache_clear_interval
+        self.steps_since_cache_clear += 1
+        if interval and self.steps_since_cache_clear >= interval:
+            self.roots.invalidate()
+            self.steps_since_cache_clear = 0
 
     def _new_episode_id(self) -> int:
         self._next_episode_id += 1

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import NetworkSearch, search_config
+from zeropipe.algos.acting import (
+    NetworkSearch,
+    load_weights,
+    root_inference,
+    root_source,
+    search_config,
+)
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.mcts import select_action
@@ -54,10 +60,11 @@ class Evaluator:
         self.search = NetworkSearch(network.to(device), len(self.envs.spec.frame_shape), device)
         self.search_cfg = search_config(p, p.eval_num_simulations or p.num_simulations)
         self.policy_version = -1
+        self.roots = root_source(self.search.network, self.envs.num_envs)
 
     def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
         """Replace the network weights; call only between evaluations."""
-        self.search.network.load_state_dict(state_dict)
+        load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
 
     def evaluate(self) -> EvalResult:
@@ -67,6 +74,10 @@ class Evaluator:
         quota = _quotas(self.cfg.env.n_evaluator_episode, n_env)
         self.envs.reseed(self.seed)
         frames, masks = self.envs.reset()
+        for i in range(n_env):
+            self.roots.reset(i)
+        prev_actions = np.full(n_env, -1, dtype=np.int64)
+        batch_steps = 0
         stacks = [
             deque([f] * self.cfg.env.frame_stack, maxlen=self.cfg.env.frame_stack) for f in frames
         ]
@@ -76,9 +87,15 @@ class Evaluator:
         steps = 0
         while (done_count < quota).any():
             obs = np.stack([np.stack(s) for s in stacks])
-            result = self.search.search(obs, masks, self.search_cfg, rng, add_noise=False)
+            root = root_inference(self.search, self.roots, obs, prev_actions)
+            result = self.search.search_from(root, masks, self.search_cfg, rng, add_noise=False)
             actions = select_action(result.visit_counts, 1.0, rng, deterministic=True)
             step = self.envs.step(actions)
+            prev_actions = actions.copy()
+            batch_steps += 1
+            interval = self.cfg.policy.kv_cache_clear_interval
+            if interval and batch_steps % interval == 0:
+                self.roots.invalidate()  # periodic root-cache clearing, as in collection
             steps += int((done_count < quota).sum())
             masks = step.action_masks.copy()
             for i in range(n_env):
@@ -86,6 +103,8 @@ class Evaluator:
                 if i in step.reset_frames:
                     stacks[i].extend([step.reset_frames[i]] * self.cfg.env.frame_stack)
                     masks[i] = step.reset_action_masks[i]
+                    prev_actions[i] = -1
+                    self.roots.reset(i)
                 if i in step.episode_returns and done_count[i] < quota[i]:
                     returns.append(float(step.episode_returns[i]))
                     done_count[i] += 1

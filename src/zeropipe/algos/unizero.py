@@ -1,0 +1,74 @@
+"""The unizero family: the teacher-forced world-model loss (UniZero, Pu et al. 2024, §3.3).
+
+Runs in: driver. One causal forward over o_0, a_0, …, o_{K-1}, a_{K-1} predicts at each
+observation token the value and policy, and at each action token the reward and the next
+observation's latent, whose target is the *target* network's encoding of o_{k+1} (no gradient).
+Losses are normalised per sample by that sample's own valid steps and weighted per sample by the
+PER importance weights — never a batch mean times the mean weight (lightzero_facts pitfall 6).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.config import PolicyConfig
+from zeropipe.models import logits_to_scalar, scalar_to_two_hot
+
+
+def unizero_loss(
+    net, target_net, inp: UnrollInputs, cfg: PolicyConfig, train_iter: int
+) -> UnrollLoss:
+    """Per-sample UniZero loss.
+
+    Args:
+        net: the UniZeroNetwork being trained.
+        target_net: its EMA copy; encodes the next-latent targets.
+        inp: targets and masks; `inp.obs_seq` holds the K+1 stacked observations [B, K+1, ...].
+        cfg: policy settings (world-model loss weights, label smoothing, entropy weight).
+        train_iter: the learner's iteration, which drives train_iter-dependent schedules.
+
+    Returns:
+        UnrollLoss with `per_sample` [B] and the root value prediction [B].
+    """
+    wm = cfg.model.world_model
+    b, k = inp.actions.shape
+    obs = inp.obs_seq
+    tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
+    out = net.sequence(tokens, inp.actions)
+    with torch.no_grad():
+        target_latent = target_net.encode(obs[:, 1 : k + 1].flatten(0, 1)).view(b, k, -1)
+    eps = wm.label_smoothing_eps
+    value_cat = scalar_to_two_hot(inp.value_target[:, :k], net.value_support, eps)
+    reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support, eps)
+    step_mask = inp.reward_mask  # [B, K] action k exists, so o_{k+1} and r_k exist
+    value_mask = inp.value_mask[:, :k]
+    policy_mask = inp.policy_mask[:, :k]
+    latent = ((out.next_latent - target_latent) ** 2).mean(dim=-1) * step_mask
+    reward = cross_entropy(out.reward_logits, reward_cat) * step_mask
+    value = cross_entropy(out.value_logits, value_cat) * value_mask
+    ent = entropy(out.policy_logits) * policy_mask
+    policy = cross_entropy(out.policy_logits, inp.policy_target[:, :k]) * policy_mask
+    policy = policy - cfg.policy_entropy_weight * ent
+    terms = {
+        "latent_loss": _per_sample_mean(latent, step_mask),
+        "reward_loss": _per_sample_mean(reward, step_mask),
+        "value_loss": _per_sample_mean(value, value_mask),
+        "policy_loss": _per_sample_mean(policy, policy_mask),
+        "entropy": _per_sample_mean(ent, policy_mask),
+    }
+    per_sample = (
+        wm.latent_loss_weight * terms["latent_loss"]
+        + wm.reward_loss_weight * terms["reward_loss"]
+        + wm.value_loss_weight * terms["value_loss"]
+        + wm.policy_loss_weight * terms["policy_loss"]
+    )
+    root_value = logits_to_scalar(out.value_logits[:, 0].detach(), net.value_support)
+    means = {name: t.detach().mean() for name, t in terms.items()}
+    means["loss_train_iter"] = torch.tensor(float(train_iter))
+    return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def _per_sample_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Σ_k values / number of valid steps, per sample ([B, K] → [B]); 0 for a fully masked row."""
+    return values.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
