@@ -322,6 +322,13 @@ class PolicyConfig(_Strict):
     def _check_sizes(self) -> PolicyConfig:
         if self.replay_buffer_size <= self.batch_size:
             raise ValueError("replay_buffer_size must be larger than batch_size")
+        if self.type in ("unizero", "sampled_unizero") and (
+            self.model.world_model.context_steps < self.num_unroll_steps
+        ):
+            raise ValueError(
+                "model.world_model.context_steps must be >= num_unroll_steps (the training "
+                "sequence of 2K tokens must fit the window)"
+            )
         return self
 
 

@@ -1,10 +1,13 @@
-"""Neural networks of the MuZero family: encoders, dynamics, heads, supports, projection.
+"""Neural networks of the MuZero family: encoders, dynamics, heads, supports, projection, and
+UniZero's transformer world model with its packed KV-cache windows and per-env root contexts.
 
 Runs in: any. Models know nothing of search, buffers or processes; the search and the learner see
-only `MuZeroNetwork.initial_inference` / `recurrent_inference` and the support helpers.
+only `initial_inference` / `recurrent_inference` (MuZeroNetwork, UniZeroNetwork), UniZero's
+`sequence`, and the support helpers.
 """
 
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
+from zeropipe.models.root_context import RootContexts, RootContextStats
 from zeropipe.models.support import (
     DiscreteSupport,
     inverse_scalar_transform,
@@ -12,11 +15,20 @@ from zeropipe.models.support import (
     scalar_to_two_hot,
     scalar_transform,
 )
+from zeropipe.models.transformer import CausalTransformer, Window, WindowLayout
+from zeropipe.models.world_model import SequenceOutput, UniZeroNetwork
 
 __all__ = [
+    "CausalTransformer",
     "DiscreteSupport",
     "MuZeroNetwork",
     "NetworkOutput",
+    "RootContextStats",
+    "RootContexts",
+    "SequenceOutput",
+    "UniZeroNetwork",
+    "Window",
+    "WindowLayout",
     "inverse_scalar_transform",
     "logits_to_scalar",
     "scalar_to_two_hot",

@@ -1,0 +1,188 @@
+"""Per-env root KV caches of the recent (observation, action) history for UniZero acting.
+
+Runs in: collector, evaluator. Each env keeps its raw history (the last `context_steps`
+observations and the actions before them) and, while the weights are unchanged, its packed
+transformer window. A root step extends a valid window by [a_prev, o]; an invalid one (new weights,
+`invalidate`, never built) is rebuilt from the raw history encoded with the *current* weights, so no
+stale keys/values are ever read (lightzero_facts §9 pitfall 9).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+from torch.nn.utils.rnn import pad_sequence
+
+from zeropipe.models.network import NetworkOutput
+
+if TYPE_CHECKING:
+    from zeropipe.models.world_model import UniZeroNetwork
+
+
+@dataclass
+class RootContextStats:
+    """Counters of `RootContexts.root` rows, by how their window was obtained.
+
+    Attributes:
+        hits: extended a valid cached window.
+        rebuilds: re-encoded the raw history (the cache was invalid or missing).
+        starts: episode starts (window = [o]).
+    """
+
+    hits: int = 0
+    rebuilds: int = 0
+    starts: int = 0
+
+
+class _EnvHistory:
+    """One env's raw history and cached window."""
+
+    def __init__(self, context_steps: int) -> None:
+        self.obs: deque[Tensor] = deque(maxlen=context_steps)  # each [*input_shape]
+        self.actions: deque[int] = deque(maxlen=context_steps)  # action before each obs
+        self.window: Tensor | None = None  # [D]
+        self.version = -1
+
+    def clear(self) -> None:
+        self.obs.clear()
+        self.actions.clear()
+        self.window = None
+
+
+class RootContexts:
+    """Per-env root KV caches of the recent (obs, action) history (collector/evaluator).
+
+    Attributes:
+        stats: hit / rebuild / start counters.
+    """
+
+    def __init__(
+        self, network: UniZeroNetwork, num_envs: int, clear_interval_steps: int = 0
+    ) -> None:
+        """Create empty contexts.
+
+        Args:
+            network: the model; its `weights_version` decides which cached windows are valid.
+            num_envs: env ids are 0..num_envs−1.
+            clear_interval_steps: `tick` invalidates every env after this many env steps
+                (LightZero `kv_cache_clear_interval`); 0 never.
+        """
+        self.network = network
+        self.clear_interval_steps = clear_interval_steps
+        self.stats = RootContextStats()
+        self._envs = [_EnvHistory(network.context_steps) for _ in range(num_envs)]
+        self._steps_since_clear = 0
+
+    @torch.no_grad()
+    def root(
+        self, obs: Tensor, env_ids: Sequence[int], prev_actions: Sequence[int]
+    ) -> NetworkOutput:
+        """Search roots for the current observations of some envs, with their history as context.
+
+        Args:
+            obs: current observations of envs `env_ids`.  # [b, *input_shape]
+            env_ids: which env each row belongs to (distinct).
+            prev_actions: the action taken before each observation; −1 at an episode start,
+                which also resets that env.
+
+        Returns:
+            value/policy at o, zero-reward logits, and the packed window as `latent` [b, D].
+        """
+        net = self.network
+        tokens = net.encode(obs)  # [b, E]
+        hits: list[int] = []
+        rebuilds: list[int] = []
+        for row, (env_id, action) in enumerate(zip(env_ids, prev_actions, strict=True)):
+            env = self._envs[env_id]
+            if action < 0:
+                env.clear()
+                self.stats.starts += 1
+            valid = env.window is not None and env.version == net.weights_version
+            env.obs.append(obs[row].detach().clone())
+            env.actions.append(int(action))
+            if valid and action >= 0:
+                hits.append(row)
+            else:
+                rebuilds.append(row)
+        self.stats.hits += len(hits)
+        self.stats.rebuilds += len(rebuilds) - sum(prev_actions[r] < 0 for r in rebuilds)
+        parts = []
+        if hits:
+            parts.append(self._extend_cached(tokens, hits, env_ids, prev_actions))
+        if rebuilds:
+            parts.append(self._rebuild(tokens, rebuilds, env_ids))
+        order = torch.tensor(hits + rebuilds, device=obs.device).argsort()
+        outputs = torch.cat([p[0] for p in parts])[order]  # [b, E]
+        windows = torch.cat([p[1] for p in parts])[order]  # [b, D]
+        for row, env_id in enumerate(env_ids):
+            self._envs[env_id].window = windows[row]
+            self._envs[env_id].version = net.weights_version
+        value_logits, policy_logits = net.observation_heads(outputs)
+        return NetworkOutput(windows, value_logits, net.zero_reward_logits(len(obs)), policy_logits)
+
+    def reset(self, env_id: int) -> None:
+        """Episode end: forget that env's history and cache."""
+        self._envs[env_id].clear()
+
+    def invalidate(self) -> None:
+        """Drop every env's keys/values; kept raw histories are re-encoded on the next `root`."""
+        for env in self._envs:
+            env.window = None
+
+    def tick(self, env_steps: int) -> None:
+        """Count env steps; invalidate all envs every `clear_interval_steps` (if > 0)."""
+        if self.clear_interval_steps <= 0:
+            return
+        self._steps_since_clear += env_steps
+        if self._steps_since_clear >= self.clear_interval_steps:
+            self._steps_since_clear = 0
+            self.invalidate()
+
+    def _extend_cached(
+        self, tokens: Tensor, rows: list[int], env_ids: Sequence[int], prev_actions: Sequence[int]
+    ) -> tuple[Tensor, Tensor]:
+        """Extend valid windows by [a_prev, o]: (outputs at o [h, E], windows [h, D])."""
+        net = self.network
+        windows = torch.stack([self._envs[env_ids[r]].window for r in rows])  # [h, D]
+        actions = torch.tensor(
+            [prev_actions[r] for r in rows], device=tokens.device, dtype=torch.long
+        )
+        new = torch.stack([net.embed_actions(actions), tokens[rows]], dim=1)  # [h, 2, E]
+        out, windows = net.transformer.extend(windows, new)
+        return out[:, -1], windows
+
+    def _rebuild(
+        self, tokens: Tensor, rows: list[int], env_ids: Sequence[int]
+    ) -> tuple[Tensor, Tensor]:
+        """Windows from raw histories, one padded cache-free pass: (outputs [r, E], windows)."""
+        net = self.network
+        histories = [self._envs[env_ids[r]] for r in rows]
+        past = [obs for env in histories for obs in list(env.obs)[:-1]]
+        past_tokens = net.encode(torch.stack(past)) if past else tokens[:0]  # [P, E]
+        # The first kept obs's action follows an obs that is no longer kept: it is not a token.
+        actions = [a for env in histories for a in list(env.actions)[1:]]
+        action_tokens = net.embed_actions(
+            torch.tensor(actions, device=tokens.device, dtype=torch.long)
+        )
+        sequences: list[Tensor] = []
+        used = 0
+        for row, env in zip(rows, histories, strict=True):
+            steps = len(env.obs)
+            obs_tokens = torch.cat([past_tokens[used : used + steps - 1], tokens[row : row + 1]])
+            act_tokens = action_tokens[used : used + steps - 1]
+            used += steps - 1
+            interleaved = tokens.new_empty(2 * steps - 1, tokens.shape[1])
+            interleaved[0::2], interleaved[1::2] = obs_tokens, act_tokens
+            sequences.append(interleaved)
+        lengths = torch.tensor([len(s) for s in sequences], device=tokens.device)  # [r]
+        padded = pad_sequence(sequences, batch_first=True)  # [r, T, E]
+        empty = net.transformer.empty_state(len(rows), padded)
+        out, windows = net.transformer.extend(empty, padded)
+        # Rows shorter than T end earlier: cut their windows; the padding slots are never read.
+        windows = net.transformer.layout.with_length(windows, lengths)
+        return out[torch.arange(len(rows), device=out.device), lengths - 1], windows

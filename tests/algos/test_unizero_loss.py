@@ -1,0 +1,108 @@
+"""UniZero's per-sample loss and importance weights (lightzero_facts §8.3, applicable cases)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from zeropipe.algos.losses import UnrollInputs
+from zeropipe.algos.unizero import unizero_loss
+from zeropipe.config import ModelConfig, PolicyConfig, WorldModelConfig
+from zeropipe.models import UniZeroNetwork
+
+B, K, A, OBS = 4, 3, 2, 4
+
+
+@pytest.fixture
+def setup():
+    torch.manual_seed(0)
+    model = ModelConfig(
+        kind="mlp",
+        latent_dim=16,
+        hidden_dim=16,
+        num_layers=1,
+        head_hidden_dim=16,
+        norm_type="LN",
+        value_support_range=(-5, 6, 1),
+        reward_support_range=(-5, 6, 1),
+        world_model=WorldModelConfig(
+            embed_dim=16, num_layers=1, num_heads=2, context_steps=K, dropout=0.0
+        ),
+    )
+    cfg = PolicyConfig(type="unizero", model=model, num_unroll_steps=K)
+    net = UniZeroNetwork((OBS,), A, model)
+    for p in net.parameters():  # the zero-initialised heads would hide per-sample differences
+        torch.nn.init.normal_(p, std=0.2)
+    target = copy.deepcopy(net)
+    return net, target, cfg
+
+
+def inputs(seed: int = 1, **masks) -> UnrollInputs:
+    g = torch.Generator().manual_seed(seed)
+    policy = torch.rand(B, K + 1, A, generator=g)
+    ones = torch.ones
+    return UnrollInputs(
+        root_obs=torch.zeros(B, OBS),
+        actions=torch.randint(0, A, (B, K), generator=g),
+        value_target=torch.randn(B, K + 1, generator=g),
+        reward_target=torch.randn(B, K, generator=g),
+        policy_target=policy / policy.sum(-1, keepdim=True),
+        value_mask=masks.get("value_mask", ones(B, K + 1)),
+        reward_mask=masks.get("reward_mask", ones(B, K)),
+        policy_mask=masks.get("policy_mask", ones(B, K + 1)),
+        obs_seq=torch.randn(B, K + 1, OBS, generator=g),
+    )
+
+
+def test_uniform_weights_equal_the_plain_mean(setup):
+    net, target, cfg = setup
+    loss = unizero_loss(net, target, inputs(), cfg, train_iter=0)
+    assert loss.per_sample.shape == (B,)
+    weighted = (torch.ones(B) * loss.per_sample).mean()
+    torch.testing.assert_close(weighted, loss.per_sample.mean())
+
+
+def test_one_hot_weight_isolates_one_sample(setup):
+    net, target, cfg = setup
+    inp = inputs()
+    loss = unizero_loss(net, target, inp, cfg, train_iter=0)
+    weights = torch.tensor([0.0, 1.0, 0.0, 0.0])
+    (weights * loss.per_sample).mean().backward()
+    grads = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    alone = unizero_loss(net, target, inp, cfg, train_iter=0).per_sample[1] / B
+    alone.backward()
+    for got, want in zip(grads, [p.grad for p in net.parameters()], strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+    # and the other samples' targets do not matter to it
+    changed = inputs()
+    changed.value_target[0] += 5.0
+    other = unizero_loss(net, target, changed, cfg, train_iter=0).per_sample
+    torch.testing.assert_close(other[1], loss.per_sample[1].detach())
+
+
+def test_masked_steps_contribute_nothing(setup):
+    net, target, cfg = setup
+    step = torch.ones(B, K)
+    step[0, 1:] = 0.0
+    full = torch.ones(B, K + 1)
+    full[0, 1:] = 0.0
+    masks = {"reward_mask": step, "value_mask": full, "policy_mask": full}
+    base = unizero_loss(net, target, inputs(**masks), cfg, train_iter=0).per_sample
+    changed = inputs(**masks)
+    changed.value_target[0, 1:] += 7.0
+    changed.reward_target[0, 1:] -= 3.0
+    changed.policy_target[0, 1:] = torch.tensor([1.0, 0.0])
+    after = unizero_loss(net, target, changed, cfg, train_iter=0).per_sample
+    torch.testing.assert_close(after, base)
+    fully_masked = {k: torch.zeros_like(v) for k, v in masks.items()}
+    zero = unizero_loss(net, target, inputs(**fully_masked), cfg, train_iter=0).per_sample
+    torch.testing.assert_close(zero, torch.zeros(B))
+
+
+def test_train_iter_reaches_the_loss(setup):
+    net, target, cfg = setup
+    loss = unizero_loss(net, target, inputs(), cfg, train_iter=123)
+    assert float(loss.terms["loss_train_iter"]) == 123.0
