@@ -9,13 +9,15 @@ import os
 import pickle
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
-from zeropipe.config import ExperimentConfig, config_from_dict
+from tests.tiny import tiny_config
+from zeropipe.config import ExperimentConfig
 from zeropipe.envs import env_spec
 from zeropipe.pipeline.build import build_network
 from zeropipe.transport import (
@@ -47,54 +49,12 @@ from zeropipe.workers.process import (
 from zeropipe.workers.wire import segments_from_wire
 
 SPAWN = mp.get_context("spawn")
-TINY: dict[str, Any] = {
-    "exp_name": "unused",
-    "seed": 0,
-    "env": {
-        "env_id": "zeropipe/Chain-v0",
-        "collector_env_num": 2,
-        "evaluator_env_num": 2,
-        "n_evaluator_episode": 2,
-        "stop_value": 1000,
-    },
-    "policy": {
-        "model": {
-            "kind": "mlp",
-            "latent_dim": 16,
-            "hidden_dim": 16,
-            "num_layers": 1,
-            "head_hidden_dim": 16,
-            "value_support_range": [-5, 6, 1],
-            "reward_support_range": [-5, 6, 1],
-        },
-        "num_simulations": 4,
-        "game_segment_length": 8,
-        "num_unroll_steps": 3,
-        "td_steps": 3,
-    },
-}
-
-
-def shm_blocks() -> set[str]:
-    return {name for name in os.listdir("/dev/shm") if name.startswith("zeropipe_")}
-
-
-@pytest.fixture(autouse=True)
-def no_leaks() -> Iterator[None]:
-    """Fails a test that leaves a child process alive or a zeropipe block in /dev/shm."""
-    before = shm_blocks()
-    yield
-    alive = mp.active_children()
-    for proc in alive:
-        proc.kill()
-        proc.join(5)
-    assert not alive, f"child processes left running: {alive}"
-    assert not shm_blocks() - before, f"shared-memory blocks leaked: {shm_blocks() - before}"
+pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 @pytest.fixture(scope="module")
 def cfg() -> ExperimentConfig:
-    return config_from_dict(TINY)
+    return tiny_config(Path("unused"))
 
 
 @pytest.fixture

@@ -6,22 +6,10 @@ unknown keys, so a typo is an error that names its YAML path, never a silently i
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-POLICY_TYPES = (
-    "muzero",
-    "muzero_context",
-    "muzero_rnn_full_obs",
-    "efficientzero",
-    "sampled_efficientzero",
-    "sampled_muzero",
-    "gumbel_muzero",
-    "stochastic_muzero",
-    "unizero",
-    "sampled_unizero",
-)
 PolicyType = Literal[
     "muzero",
     "muzero_context",
@@ -34,6 +22,7 @@ PolicyType = Literal[
     "unizero",
     "sampled_unizero",
 ]
+POLICY_TYPES: tuple[str, ...] = get_args(PolicyType)
 
 
 class _Strict(BaseModel):
