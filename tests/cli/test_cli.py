@@ -152,3 +152,35 @@ def test_async_options_that_cannot_be_honoured(tiny_config: Path, override: str,
     )
     assert proc.returncode == 2
     assert needle in proc.stderr and not (tiny_config.parent / "run").exists()
+
+
+@pytest.mark.timeout(300)
+def test_resume_continues_learner_buffer_and_counters(tiny_config: Path):
+    first = run_cli("train", str(tiny_config), "--quiet", cwd=tiny_config.parent)
+    assert first.returncode == 0, first.stderr
+    metrics = tiny_config.parent / "run" / "log" / "metrics.jsonl"
+    before = [json.loads(line) for line in metrics.read_text().splitlines()]
+    stop = before[-1]
+    again = run_cli(
+        "train",
+        str(tiny_config),
+        "--quiet",
+        "--resume",
+        "--set",
+        "max_env_step=480",
+        cwd=tiny_config.parent,
+    )
+    assert again.returncode == 0, again.stderr
+    after = [json.loads(line) for line in metrics.read_text().splitlines()][len(before) :]
+    resume = after[0]
+    assert resume["event"] == "resume"
+    assert (resume["envstep"], resume["train_iter"]) == (stop["envstep"], stop["train_iter"])
+    first_train = next(e for e in after if e["event"] == "train")
+    assert first_train["buffer_transitions"] > 240  # the replay buffer came back too
+    assert after[-1]["event"] == "stop" and after[-1]["envstep"] >= 480
+
+
+def test_resume_without_checkpoint_fails_before_writing(tiny_config: Path):
+    proc = run_cli("train", str(tiny_config), "--resume", cwd=tiny_config.parent)
+    assert proc.returncode == 2 and "no checkpoint" in proc.stderr
+    assert not (tiny_config.parent / "run").exists()

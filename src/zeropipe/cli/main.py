@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         help="use the async segment pipeline (same as policy.async_pipeline.enabled: true)",
     )
     train.add_argument("--quiet", action="store_true", help="no progress line or info logs")
+    train.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from <exp_name>/ckpt/ckpt_latest.pth.tar (learner, buffer, counters)",
+    )
     sub.add_parser("config", parents=[common], help="print the resolved config")
     return parser
 
@@ -72,11 +77,11 @@ def _train(args: argparse.Namespace) -> int:
         from zeropipe.pipeline.async_driver import check_async_options
 
         check_async_options(cfg)  # before anything is written
-        summary = _run_async(cfg, show_progress=not args.quiet)
+        summary = _run_async(cfg, show_progress=not args.quiet, resume=args.resume)
     else:
         from zeropipe.pipeline.sync import train_sync
 
-        summary = train_sync(cfg)
+        summary = train_sync(cfg, resume=args.resume)
     print(
         f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
         f"{summary.train_iter}, best eval {summary.best_reward}, {summary.wall_s:.0f}s; "
@@ -86,7 +91,7 @@ def _train(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_async(cfg: ExperimentConfig, show_progress: bool):
+def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
@@ -104,7 +109,7 @@ def _run_async(cfg: ExperimentConfig, show_progress: bool):
         factory = None
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(train_async(cfg, show_progress=show_progress))
+            return runner.run(train_async(cfg, show_progress=show_progress, resume=resume))
     finally:
         _stop_resource_tracker()
 

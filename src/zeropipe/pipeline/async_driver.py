@@ -26,7 +26,7 @@ from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.run_state import RunState, RunSummary, latest_checkpoint
 from zeropipe.pipeline.supervisor import WorkerPool
 from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import ParamLayout, SnapshotPublisher
@@ -34,12 +34,15 @@ from zeropipe.transport import ParamLayout, SnapshotPublisher
 log = logging.getLogger("zeropipe.driver")
 
 
-async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> RunSummary:
+async def train_async(
+    cfg: ExperimentConfig, *, show_progress: bool = True, resume: bool = False
+) -> RunSummary:
     """Train with the async pipeline until a stop rule fires or the task is cancelled.
 
     Args:
         cfg: the experiment config (its `policy.async_pipeline` section is used).
         show_progress: draw the live progress line on stderr.
+        resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
 
     Returns:
         How the run ended.
@@ -50,6 +53,8 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
     check_async_options(cfg)
+    if resume:
+        latest_checkpoint(cfg)  # fail before anything is written
     start = time.monotonic()
     ap = cfg.policy.async_pipeline
     torch.set_num_threads(learner_threads(cfg))
@@ -57,6 +62,8 @@ async def train_async(cfg: ExperimentConfig, *, show_progress: bool = True) -> R
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     run = RunDir(cfg)
     state = RunState(cfg, run, trainer)
+    if resume:
+        state.restore_latest()
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
     layout = ParamLayout.from_state_dict(comps.learner.network.state_dict())
     publisher = SnapshotPublisher(layout)

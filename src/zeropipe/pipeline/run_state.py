@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from zeropipe.config import ExperimentConfig
+from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.run_dir import RunDir
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.evaluator import EvalResult
@@ -113,6 +114,27 @@ class RunState:
         }
         self.run.save("ckpt_latest.pth.tar", payload)
 
+    def restore_latest(self) -> None:
+        """Continue from `ckpt/ckpt_latest.pth.tar`: learner, buffer, counters, RNG.
+
+        The envs start new episodes (env state is not checkpointed); everything that decides
+        learning — weights, optimizer moments, target network, replay contents, train_iter and the
+        schedules derived from it — continues where it stopped.
+        """
+        path = latest_checkpoint(self.cfg)
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+        self.trainer.learner.load_state_dict(payload["learner"])
+        self.trainer.buffer.load_state_dict(payload["buffer"])
+        self.envstep = int(payload["envstep"])
+        self.last_eval_iter = int(payload["last_eval_iter"])
+        self.best_reward = payload["best_reward"]
+        self.trainer.completed_budgets = int(payload["completed_budgets"])
+        torch.set_rng_state(payload["torch_rng"])
+        self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
+        log.info(
+            "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter
+        )
+
     def summary(self, wall_s: float) -> RunSummary:
         """The run's outcome."""
         return RunSummary(
@@ -123,6 +145,18 @@ class RunState:
             last_reward=self.last_reward,
             wall_s=wall_s,
         )
+
+
+def latest_checkpoint(cfg: ExperimentConfig) -> Path:
+    """The resumable checkpoint of `cfg.exp_name`.
+
+    Raises:
+        ConfigError: there is none (checked before anything is written).
+    """
+    path = Path(cfg.exp_name) / "ckpt" / "ckpt_latest.pth.tar"
+    if not path.is_file():
+        raise ConfigError(f"--resume: no checkpoint at {path} (exp_name {cfg.exp_name!r})")
+    return path
 
 
 def clone_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:

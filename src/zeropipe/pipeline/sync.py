@@ -16,7 +16,7 @@ from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
+from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state, latest_checkpoint
 from zeropipe.pipeline.schedule import should_eval, train_budget
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.collector import Collector
@@ -42,12 +42,18 @@ def collect_kwargs(cfg: ExperimentConfig, train_iter: int, envstep: int) -> dict
     }
 
 
-def train_sync(cfg: ExperimentConfig) -> RunSummary:
+def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
     """Train with the sync pipeline until a stop rule fires.
+
+    Args:
+        cfg: the experiment config.
+        resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
 
     Returns:
         How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
     """
+    if resume:
+        latest_checkpoint(cfg)  # fail before anything is written
     start = time.monotonic()
     if cfg.policy.learner_num_threads is not None:
         torch.set_num_threads(cfg.policy.learner_num_threads)
@@ -57,6 +63,8 @@ def train_sync(cfg: ExperimentConfig) -> RunSummary:
     evaluator = build_evaluator(cfg)
     run = RunDir(cfg)
     state = RunState(cfg, run, trainer)
+    if resume:
+        state.restore_latest()
     progress = ProgressLine(cfg.max_env_step)
     try:
         _loop(cfg, state, collector, evaluator, progress)
