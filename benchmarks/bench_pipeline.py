@@ -22,10 +22,25 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def default_sigint() -> None:
+    """Give the child the default SIGINT action (Ctrl-C).
+
+    A shell starts background jobs with SIGINT ignored and children inherit that; Python then
+    keeps ignoring it, and the SIGINT that ends the window would be lost.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "zeropipe", "train", str(ROOT / config), "--quiet"]
     cmd += ["--set", "env.stop_value=1e9", "--set", "max_env_step=100000000", *extra]
-    proc = subprocess.Popen(cmd, cwd=workdir, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=workdir,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
     metrics = workdir / "run" / "log" / "metrics.jsonl"
     try:
         # The window starts when the run directory exists (components built) and lasts window_s.

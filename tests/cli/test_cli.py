@@ -89,13 +89,19 @@ def test_config_prints_resolved_defaults(tiny_config: Path):
     assert "pb_c_base: 19652.0" in proc.stdout and "async_pipeline:" in proc.stdout
 
 
+def default_sigint() -> None:
+    """Ctrl-C must reach the child even when this test runs in a background job (SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _metrics_has(run: Path, event: str) -> bool:
     path = run / "log" / "metrics.jsonl"
     return path.exists() and f'"event": "{event}"' in path.read_text()
 
 
 @pytest.mark.timeout(240)
-def test_ctrl_c_during_async_run_shuts_down_cleanly(tmp_path: Path):
+@pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
+def test_ctrl_c_shuts_down_cleanly(tmp_path: Path, pipeline: list[str]):
     shm_before = {n for n in os.listdir("/dev/shm") if n.startswith("zeropipe_")}
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY.format(exp="run").replace("max_env_step: 240", "max_env_step: 1000000"))
@@ -106,7 +112,7 @@ def test_ctrl_c_during_async_run_shuts_down_cleanly(tmp_path: Path):
             "zeropipe",
             "train",
             str(config),
-            "--async-pipeline",
+            *pipeline,
             "--quiet",
             "--set",
             "policy.async_pipeline.shutdown_timeout_s=10",
@@ -116,6 +122,7 @@ def test_ctrl_c_during_async_run_shuts_down_cleanly(tmp_path: Path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 180
     while not _metrics_has(tmp_path / "run", "train"):
