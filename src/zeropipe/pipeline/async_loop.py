@@ -74,7 +74,7 @@ class AsyncRun:
             await self._maybe_launch_collects()
             trained = await self._train_chunk()
             self.state.check_limits()
-            if self._finished():
+            if self._drained() and await self._final_eval_done():
                 return
             if self.progress is not None:
                 self.progress.update(self.state.envstep, self.state.train_iter)
@@ -83,7 +83,8 @@ class AsyncRun:
             else:
                 await asyncio.sleep(0)  # let the pipe readers run between chunks
 
-    def _finished(self) -> bool:
+    def _drained(self) -> bool:
+        """No more learning will happen: a stop rule fired and the owed budgets are done."""
         state = self.state
         if state.stop_reason in ("stop_value", "max_train_iter"):
             return True
@@ -94,6 +95,18 @@ class AsyncRun:
             return False
         can_train = self.trainer.budgets and self.trainer.trainable(state.envstep)
         return not can_train
+
+    async def _final_eval_done(self) -> bool:
+        """Score the final weights unless just evaluated (as sync does); True once done."""
+        state = self.state
+        if state.stop_reason == "stop_value" or not self.pool.of_role("evaluator"):
+            return True
+        if self.pending_evals:
+            return False  # wait for evaluations in flight
+        if state.last_eval_iter == state.train_iter and state.last_reward is not None:
+            return True
+        await self._maybe_launch_eval(final=True)
+        return False
 
     async def _train_chunk(self) -> int:
         trained = 0
@@ -237,11 +250,15 @@ class AsyncRun:
                     ),
                 )
 
-    async def _maybe_launch_eval(self) -> None:
+    async def _maybe_launch_eval(self, final: bool = False) -> None:
+        """Launch an eval when the gate says so (or, `final`, of the last weights)."""
         state = self.state
-        if state.stop_reason or self._inflight("evaluator") >= self.ap.max_eval_inflight:
+        if self._inflight("evaluator") >= self.ap.max_eval_inflight:
             return
-        if not should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq):
+        if not final and (
+            state.stop_reason
+            or not should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq)
+        ):
             return
         idle = [w for w in self.pool.of_role("evaluator") if w.idle]
         if not idle:
