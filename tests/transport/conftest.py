@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import importlib.util
 import multiprocessing as mp
-import os
 import sys
 from collections.abc import Callable, Coroutine, Iterator
 from multiprocessing.connection import Connection
@@ -25,23 +24,10 @@ if importlib.util.find_spec("zeropipe") is None:  # not pip-installed: use the s
 SPAWN = mp.get_context("spawn")
 
 
-def shm_blocks() -> set[str]:
-    """Names of zeropipe shared-memory blocks currently in /dev/shm."""
-    return {name for name in os.listdir("/dev/shm") if name.startswith("zeropipe_")}
-
-
 @pytest.fixture(autouse=True)
-def no_leaks() -> Iterator[None]:
-    """Fails a test that leaves a child process alive or a zeropipe block in /dev/shm."""
-    before = shm_blocks()
+def _leak_check(no_leaks: None) -> Iterator[None]:
+    """Every transport test runs under the shared leak check (tests/conftest.py)."""
     yield
-    alive = SPAWN.active_children()
-    for proc in alive:
-        proc.kill()
-        proc.join(5)
-    leaked = shm_blocks() - before
-    assert not alive, f"child processes left running: {alive}"
-    assert not leaked, f"shared-memory blocks leaked: {leaked}"
 
 
 def _uvloop_factory() -> asyncio.AbstractEventLoop:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SPAWN
 from transport_workers import crashing_reader, expected_value, racing_reader, snapshot_worker
 
+from conftest import SPAWN
 from zeropipe.transport import (
     Bye,
     CollectRequest,

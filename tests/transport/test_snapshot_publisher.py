@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import shm_blocks
 
+from tests.leaks import shm_blocks
 from zeropipe.transport import (
     ParamLayout,
     SnapshotError,

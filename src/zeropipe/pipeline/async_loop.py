@@ -14,7 +14,7 @@ from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState, clone_state
-from zeropipe.pipeline.schedule import should_eval, should_publish, train_budget
+from zeropipe.pipeline.schedule import should_eval, should_publish
 from zeropipe.pipeline.supervisor import WorkerHandle, WorkerPool
 from zeropipe.pipeline.sync import collect_kwargs
 from zeropipe.transport import (
@@ -173,10 +173,7 @@ class AsyncRun:
         segments = segments_from_wire(
             msg.segments, f"collect_result {msg.request_id} from {handle.name}"
         )
-        state.envstep += msg.envstep_delta
-        state.collects += 1
-        self.trainer.buffer.push(segments)
-        self.trainer.add_budget(train_budget(self.cfg.policy, segments), state.envstep)
+        state.absorb_collect(segments, msg.envstep_delta)
         wall = max(time.monotonic() - self.start, 1e-9)
         state.run.metrics.log(
             "collect",

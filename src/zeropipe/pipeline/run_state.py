@@ -16,6 +16,7 @@ import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.evaluator import EvalResult
 
@@ -52,6 +53,13 @@ class RunState:
     def train_iter(self) -> int:
         """The learner's iteration counter."""
         return self.trainer.learner.train_iter
+
+    def absorb_collect(self, segments: list, envstep_delta: int) -> None:
+        """A finished collect: count its env steps, push its segments, queue its train budget."""
+        self.envstep += envstep_delta
+        self.collects += 1
+        self.trainer.buffer.push(segments)
+        self.trainer.add_budget(train_budget(self.cfg.policy, segments), self.envstep)
 
     def check_limits(self) -> None:
         """Set `stop_reason` from the env-step and train-iter limits."""

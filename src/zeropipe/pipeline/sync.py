@@ -17,7 +17,7 @@ from zeropipe.pipeline.build import build_collector, build_driver, build_evaluat
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir
 from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state, latest_checkpoint
-from zeropipe.pipeline.schedule import should_eval, train_budget
+from zeropipe.pipeline.schedule import should_eval
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
@@ -91,10 +91,7 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
                 break
         collector.load_weights(learner.network.state_dict(), state.train_iter)
         result = collector.collect(**collect_kwargs(cfg, state.train_iter, state.envstep))
-        state.envstep += result.envstep_delta
-        state.collects += 1
-        trainer.buffer.push(result.segments)
-        trainer.add_budget(train_budget(cfg.policy, result.segments), state.envstep)
+        state.absorb_collect(result.segments, result.envstep_delta)
         _log_collect(state, result)
         _train_budgets(state, progress)
         state.check_limits()
