@@ -173,23 +173,15 @@ class AsyncRun:
         segments = segments_from_wire(
             msg.segments, f"collect_result {msg.request_id} from {handle.name}"
         )
-        state.absorb_collect(segments, msg.envstep_delta)
-        wall = max(time.monotonic() - self.start, 1e-9)
-        state.run.metrics.log(
-            "collect",
-            state.envstep,
-            state.train_iter,
+        wall_s = max(time.monotonic() - self.start, 1e-9)
+        state.absorb_collect(
+            segments,
+            msg.envstep_delta,
+            msg.policy_version,
+            msg.duration_s,
+            list(msg.episode_returns),
             worker=handle.name,
-            envstep_delta=msg.envstep_delta,
-            policy_version=msg.policy_version,
-            policy_lag=state.train_iter - msg.policy_version,
-            segments=len(segments),
-            collect_duration_s=msg.duration_s,
-            envstep_per_s=state.envstep / wall,
-            learner_steps_per_s=state.train_iter / wall,
-            budget_queue_len=len(self.trainer.budgets),
-            worker_busy_fraction=handle.busy_s / wall,
-            episode_return_mean=_mean(msg.episode_returns),
+            worker_busy_fraction=handle.busy_s / wall_s,
         )
 
     def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
@@ -324,8 +316,3 @@ class AsyncRun:
             budget_queue_len=len(self.trainer.budgets),
             buffer_transitions=self.trainer.buffer.num_transitions,
         )
-
-
-def _mean(values) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None

@@ -7,6 +7,7 @@ eval was launched), not whatever the learner holds when the result arrives.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,18 +49,45 @@ class RunState:
         self.last_reward: float | None = None
         self.stop_reason: str | None = None
         self.collects = 0
+        self.start_envstep = self.start_train_iter = 0  # counters when this process started
 
     @property
     def train_iter(self) -> int:
         """The learner's iteration counter."""
         return self.trainer.learner.train_iter
 
-    def absorb_collect(self, segments: list, envstep_delta: int) -> None:
-        """A finished collect: count its env steps, push its segments, queue its train budget."""
+    def absorb_collect(
+        self,
+        segments: list,
+        envstep_delta: int,
+        policy_version: int,
+        duration_s: float,
+        episode_returns: list[float],
+        **extra: Any,
+    ) -> None:
+        """A finished collect: count its env steps, push its segments, queue its train budget,
+        and log it (rates are over this process's run, so a resumed run starts them afresh)."""
         self.envstep += envstep_delta
         self.collects += 1
         self.trainer.buffer.push(segments)
         self.trainer.add_budget(train_budget(self.cfg.policy, segments), self.envstep)
+        wall_s = max(time.monotonic() - self.run.metrics.start, 1e-9)
+        self.run.metrics.log(
+            "collect",
+            self.envstep,
+            self.train_iter,
+            envstep_delta=envstep_delta,
+            policy_version=policy_version,
+            policy_lag=self.train_iter - policy_version,
+            segments=len(segments),
+            collect_duration_s=duration_s,
+            collect_envstep_per_s=envstep_delta / max(duration_s, 1e-9),
+            envstep_per_s=(self.envstep - self.start_envstep) / wall_s,
+            learner_steps_per_s=(self.train_iter - self.start_train_iter) / wall_s,
+            budget_queue_len=len(self.trainer.budgets),
+            episode_return_mean=float(np.mean(episode_returns)) if episode_returns else None,
+            **extra,
+        )
 
     def check_limits(self) -> None:
         """Set `stop_reason` from the env-step and train-iter limits."""
@@ -138,6 +166,7 @@ class RunState:
         self.best_reward = payload["best_reward"]
         self.trainer.completed_budgets = int(payload["completed_budgets"])
         torch.set_rng_state(payload["torch_rng"])
+        self.start_envstep, self.start_train_iter = self.envstep, self.train_iter
         self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
         log.info(
             "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter

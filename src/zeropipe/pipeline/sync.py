@@ -91,8 +91,13 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
                 break
         collector.load_weights(learner.network.state_dict(), state.train_iter)
         result = collector.collect(**collect_kwargs(cfg, state.train_iter, state.envstep))
-        state.absorb_collect(result.segments, result.envstep_delta)
-        _log_collect(state, result)
+        state.absorb_collect(
+            result.segments,
+            result.envstep_delta,
+            result.policy_version,
+            result.duration_s,
+            result.episode_returns,
+        )
         _train_budgets(state, progress)
         state.check_limits()
         progress.update(state.envstep, state.train_iter)
@@ -132,22 +137,3 @@ def _final_eval(state: RunState, evaluator: Evaluator) -> None:
         state.last_eval_iter != state.train_iter or state.last_reward is None
     ):
         _evaluate(state, evaluator, ProgressLine(state.cfg.max_env_step))
-
-
-def _log_collect(state: RunState, result) -> None:
-    state.run.metrics.log(
-        "collect",
-        state.envstep,
-        state.train_iter,
-        envstep_delta=result.envstep_delta,
-        policy_version=result.policy_version,
-        policy_lag=state.train_iter - result.policy_version,
-        segments=len(result.segments),
-        collect_duration_s=result.duration_s,
-        envstep_per_s=result.envstep_delta / max(result.duration_s, 1e-9),
-        episode_return_mean=(
-            sum(result.episode_returns) / len(result.episode_returns)
-            if result.episode_returns
-            else None
-        ),
-    )
