@@ -60,7 +60,6 @@ class AsyncRun:
         self.request_ids = itertools.count()
         self.last_published: int | None = None
         self.pending_evals: dict[int, dict] = {}  # request_id -> evaluated weights (CPU copy)
-        self.start = time.monotonic()
         self.publish_s = 0.0
         if self.ap.eval_at_start:
             state.last_eval_iter = -cfg.policy.eval_freq
@@ -173,7 +172,7 @@ class AsyncRun:
         segments = segments_from_wire(
             msg.segments, f"collect_result {msg.request_id} from {handle.name}"
         )
-        wall_s = max(time.monotonic() - self.start, 1e-9)
+        wall_s = state.wall_s()
         state.absorb_collect(
             segments,
             msg.envstep_delta,
@@ -306,13 +305,12 @@ class AsyncRun:
 
     def _log_train(self) -> None:
         state = self.state
-        wall = max(time.monotonic() - self.start, 1e-9)
         state.run.metrics.log(
             "train",
             state.envstep,
             state.train_iter,
             **self.trainer.stats.flush(),
-            learner_steps_per_s=state.train_iter / wall,
+            learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
             budget_queue_len=len(self.trainer.budgets),
             buffer_transitions=self.trainer.buffer.num_transitions,
         )

@@ -71,7 +71,7 @@ class RunState:
         self.collects += 1
         self.trainer.buffer.push(segments)
         self.trainer.add_budget(train_budget(self.cfg.policy, segments), self.envstep)
-        wall_s = max(time.monotonic() - self.run.metrics.start, 1e-9)
+        wall_s = self.wall_s()
         self.run.metrics.log(
             "collect",
             self.envstep,
@@ -88,6 +88,10 @@ class RunState:
             episode_return_mean=float(np.mean(episode_returns)) if episode_returns else None,
             **extra,
         )
+
+    def wall_s(self) -> float:
+        """Seconds since this process started the run (never 0)."""
+        return max(time.monotonic() - self.run.metrics.start, 1e-9)
 
     def check_limits(self) -> None:
         """Set `stop_reason` from the env-step and train-iter limits."""

@@ -68,7 +68,7 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
     progress = ProgressLine(cfg.max_env_step)
     try:
         _loop(cfg, state, collector, evaluator, progress)
-        _final_eval(state, evaluator)
+        _final_eval(state, evaluator, progress)
     finally:
         state.save_latest()
         progress.update(state.envstep, state.train_iter, force=True)
@@ -131,9 +131,9 @@ def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> 
     log.info("eval at iter %d: reward_mean %.2f", state.train_iter, result.reward_mean)
 
 
-def _final_eval(state: RunState, evaluator: Evaluator) -> None:
+def _final_eval(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
     """Score the final weights unless they were just evaluated."""
     if state.stop_reason in ("max_env_step", "max_train_iter") and (
         state.last_eval_iter != state.train_iter or state.last_reward is None
     ):
-        _evaluate(state, evaluator, ProgressLine(state.cfg.max_env_step))
+        _evaluate(state, evaluator, progress)
