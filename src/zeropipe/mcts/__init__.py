@@ -12,14 +12,26 @@ from zeropipe.mcts.contract import (
     SearchRoots,
     StepOutput,
 )
+from zeropipe.mcts.policies import (
+    SEARCH_POLICIES,
+    ActingParams,
+    PolicyOutput,
+    SearchPolicy,
+    search_policy,
+)
 from zeropipe.mcts.search import run_search
 
 __all__ = [
+    "SEARCH_POLICIES",
+    "ActingParams",
+    "PolicyOutput",
     "RecurrentFn",
     "SearchConfig",
     "SearchOutput",
+    "SearchPolicy",
     "SearchRoots",
     "StepOutput",
     "run_search",
+    "search_policy",
     "select_action",
 ]
