@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from zeropipe.config import load_config
+from zeropipe.mcts import ActingParams
 from zeropipe.pipeline.build import build_collector, build_driver
 from zeropipe.pipeline.training import Trainer
 
@@ -49,6 +50,9 @@ def bench_learner(
     }
 
 
+COLLECT = ActingParams("collect")
+
+
 def bench_search_latency(
     config: str, batch_size: int = 8, num_simulations: int = 50, repeats: int = 20
 ) -> dict[str, Any]:
@@ -60,10 +64,10 @@ def bench_search_latency(
         frames = np.resize(frames, (batch_size, *frames.shape[1:]))
         masks = np.ones((batch_size, collector.envs.spec.action_space_size), dtype=bool)
         search, rng = collector.search, np.random.default_rng(0)
-        search.search(frames, masks, collector.search_cfg, rng, add_noise=True)  # warm-up
+        search.search(frames, masks, collector.search_cfg, rng, COLLECT)  # warm-up
         start = time.perf_counter()
         for _ in range(repeats):
-            search.search(frames, masks, collector.search_cfg, rng, add_noise=True)
+            search.search(frames, masks, collector.search_cfg, rng, COLLECT)
         elapsed = (time.perf_counter() - start) / repeats
     finally:
         collector.close()

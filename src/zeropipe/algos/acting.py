@@ -1,4 +1,4 @@
-"""Acting with a MuZero-family network: one batched search per env step, then an action.
+"""Acting with a network: one batched search policy call per env step gives the action.
 
 Runs in: collector, evaluator, driver (reanalysis). The network runs in eval mode under no_grad;
 the batched search calls it once per simulation for the whole batch of roots.
@@ -11,34 +11,39 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from zeropipe.algos.algorithm import RootSource
 from zeropipe.algos.observation import stack_frames, to_tensor
-from zeropipe.config import PolicyConfig
-from zeropipe.mcts import SearchConfig, SearchOutput, SearchRoots, StepOutput, run_search
-from zeropipe.models import MuZeroNetwork, NetworkOutput, logits_to_scalar
+from zeropipe.algos.registry import algorithm
+from zeropipe.config import ExperimentConfig, PolicyConfig
+from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
+from zeropipe.mcts.policies import SearchPolicy
+from zeropipe.models import Network, NetworkOutput, logits_to_scalar
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Search statistics for a batch of roots."""
+    """A search policy's output for a batch of roots, with the network's own root values."""
 
-    visit_dist: np.ndarray  # [B, A] float32 normalised root visit counts
-    root_value: np.ndarray  # [B] float32 search value
-    predicted_value: np.ndarray  # [B] float32 network value of the root
-    visit_counts: np.ndarray  # [B, A] int32
+    output: PolicyOutput  # action, policy target, root value, root Q, visits
+    predicted_value: np.ndarray  # [B] float32 network value of each root
 
 
 class NetworkSearch:
-    """Runs the batched search over a MuZero network.
+    """Runs a search policy over a network.
 
     Args:
         network: the model; switched to eval mode for every search.
         frame_ndim: axes of one observation frame (1 for vectors, 3 for images).
+        policy: the algorithm's search policy (`mcts.SEARCH_POLICIES`).
         device: where the network lives.
     """
 
-    def __init__(self, network: MuZeroNetwork, frame_ndim: int, device: str = "cpu") -> None:
+    def __init__(
+        self, network: Network, frame_ndim: int, policy: SearchPolicy, device: str = "cpu"
+    ) -> None:
         self.network = network
         self.frame_ndim = frame_ndim
+        self.policy = policy
         self.device = torch.device(device)
 
     @torch.no_grad()
@@ -48,23 +53,23 @@ class NetworkSearch:
         action_mask: np.ndarray,
         cfg: SearchConfig,
         rng: np.random.Generator,
-        add_noise: bool,
+        acting: ActingParams,
     ) -> SearchResult:
         """Search from a batch of observations.
 
         Args:
             frames: [B, S, *frame] stacked observations.
             action_mask: [B, A] bool legal actions.
-            cfg: search settings (simulations, discount, PUCT constants, noise).
-            rng: generator for the root noise.
-            add_noise: mix Dirichlet noise into the root priors (collect and reanalysis).
+            cfg: search settings.
+            rng: generator of the search's noise and of the action choice.
+            acting: collect, eval or reanalyze (and the collect temperature and ε).
 
         Returns:
             SearchResult for the batch.
         """
         self.network.eval()
         out = self.network.initial_inference(self.inputs(frames))
-        return self.search_from(out, action_mask, cfg, rng, add_noise)
+        return self.search_from(out, action_mask, cfg, rng, acting)
 
     def inputs(self, frames: np.ndarray) -> torch.Tensor:
         """Stacked frames [B, S, *frame] as the network's input tensor on its device."""
@@ -77,7 +82,7 @@ class NetworkSearch:
         action_mask: np.ndarray,
         cfg: SearchConfig,
         rng: np.random.Generator,
-        add_noise: bool,
+        acting: ActingParams,
     ) -> SearchResult:
         """Search from roots the network already produced (e.g. with a UniZero context)."""
         self.network.eval()
@@ -88,15 +93,8 @@ class NetworkSearch:
             policy_logits=out.policy_logits.float().cpu().numpy(),
             action_mask=action_mask.astype(bool, copy=False),
         )
-        result: SearchOutput = run_search(roots, self._recurrent, cfg, rng, add_noise)
-        counts = result.visit_counts
-        totals = np.maximum(counts.sum(axis=1, keepdims=True), 1)
-        return SearchResult(
-            visit_dist=(counts / totals).astype(np.float32),
-            root_value=result.root_value.astype(np.float32),
-            predicted_value=value,
-            visit_counts=counts,
-        )
+        output = self.policy(roots, self._recurrent, cfg, rng, acting)
+        return SearchResult(output=output, predicted_value=value)
 
     def _recurrent(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
         action = torch.from_numpy(np.ascontiguousarray(actions, dtype=np.int64)).to(self.device)
@@ -153,36 +151,18 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
     )
 
 
-class ContextFreeRoots:
-    """Roots from the current observation alone (the MuZero family); the cache API is a no-op.
-
-    A network with per-env context (UniZero) provides `new_root_contexts(num_envs)` instead, with
-    the same `root / reset / invalidate` methods backed by KV caches.
-    """
-
-    def __init__(self, network) -> None:
-        self.network = network
-
-    def root(self, obs: torch.Tensor, env_ids, prev_actions) -> NetworkOutput:
-        """The network's initial inference on `obs` [B, *input]."""
-        return self.network.initial_inference(obs)
-
-    def reset(self, env_id: int) -> None:
-        """Nothing is kept per env."""
-
-    def invalidate(self) -> None:
-        """Nothing is cached."""
-
-
-def root_source(network, num_envs: int):
-    """Per-env root provider: KV-cached contexts when the network has them, else context-free."""
-    make = getattr(network, "new_root_contexts", None)
-    return make(num_envs) if make is not None else ContextFreeRoots(network)
+def actor_search(
+    cfg: ExperimentConfig, network: Network, frame_ndim: int, num_envs: int, device: str
+) -> tuple[NetworkSearch, RootSource]:
+    """The policy type's search over `network` (moved to `device`) and its per-env root state."""
+    algo = algorithm(cfg.policy.type)
+    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device)
+    return search, algo.family.root_source(search.network, num_envs)
 
 
 @torch.no_grad()
 def root_inference(
-    search: NetworkSearch, roots, frames: np.ndarray, prev_actions: np.ndarray
+    search: NetworkSearch, roots: RootSource, frames: np.ndarray, prev_actions: np.ndarray
 ) -> NetworkOutput:
     """Root outputs of every env [B] from its stacked frames and the action that led there."""
     search.network.eval()
@@ -190,10 +170,8 @@ def root_inference(
     return roots.root(search.inputs(frames), env_ids, prev_actions.tolist())
 
 
-def load_weights(network, roots, state_dict) -> None:
+def load_weights(network: Network, roots: RootSource, state_dict) -> None:
     """Load new weights; every cache computed with the old ones becomes invalid."""
     network.load_state_dict(state_dict)
-    clear = getattr(network, "clear_caches", None)
-    if clear is not None:
-        clear()
+    network.clear_caches()
     roots.invalidate()

@@ -1,44 +1,77 @@
-"""policy.type → algorithm family, search variant and options (DESIGN §3).
+"""policy.type → its `Algorithm` (DESIGN §3): family, search policy and per-type options.
 
-Runs in: any. Only families whose plug-in exists can be built; asking for another type is a clear
-configuration error naming what is available, raised before anything is written.
+Runs in: any. Only types whose plug-in exists can be built; asking for another is a clear
+configuration error naming what is available, raised before anything is written. A per-type
+option set for a type it does not belong to (a Gumbel setting on a `muzero` config) is a
+configuration error naming the key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import BaseModel
 
-from zeropipe.config import POLICY_TYPES
+from zeropipe.algos.algorithm import Algorithm
+from zeropipe.algos.muzero import MUZERO
+from zeropipe.algos.unizero import UNIZERO
+from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 
+# Config keys under `policy` that only some types read.
+_UNIZERO_OPTIONS = ("model.world_model", "kv_cache_clear_interval")
 
-@dataclass(frozen=True)
-class AlgoSpec:
-    """How a policy type is built."""
-
-    family: str  # muzero | efficientzero | stochastic | unizero
-    search: str  # puct | sampled | gumbel | chance
-
-
-_SPECS = {
-    "muzero": AlgoSpec("muzero", "puct"),
-    "unizero": AlgoSpec("unizero", "puct"),
+ALGORITHMS: dict[str, Algorithm] = {
+    algo.name: algo
+    for algo in (
+        Algorithm("muzero", MUZERO, "puct"),
+        Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
+        Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
+    )
 }
 
 
-class UnsupportedPolicyError(Exception):
+class UnsupportedPolicyError(ConfigError):
     """The policy type is valid but its plug-in is not part of this build."""
 
 
-def algo_spec(policy_type: str) -> AlgoSpec:
-    """The spec of `policy_type`.
+def algorithm(policy_type: str) -> Algorithm:
+    """The algorithm of `policy_type`.
 
     Raises:
         UnsupportedPolicyError: a known type without a plug-in yet, or an unknown type.
     """
-    if policy_type in _SPECS:
-        return _SPECS[policy_type]
+    if policy_type in ALGORITHMS:
+        return ALGORITHMS[policy_type]
     known = "known" if policy_type in POLICY_TYPES else "unknown"
     raise UnsupportedPolicyError(
         f"policy.type {policy_type!r} ({known}) is not implemented in this version of zeropipe; "
-        f"available: {', '.join(sorted(_SPECS))}"
+        f"available: {', '.join(sorted(ALGORITHMS))}"
     )
+
+
+def algorithm_for(cfg: PolicyConfig) -> Algorithm:
+    """The algorithm of `cfg.type`, after checking that no other type's option is set.
+
+    Raises:
+        UnsupportedPolicyError: see `algorithm`.
+        ConfigError: a per-type option of another type is set, naming the key and its owners.
+    """
+    algo = algorithm(cfg.type)
+    for key in sorted({k for a in ALGORITHMS.values() for k in a.options} - set(algo.options)):
+        if _is_set(cfg, key.split(".")):
+            owners = sorted(a.name for a in ALGORITHMS.values() if key in a.options)
+            raise ConfigError(
+                f"policy.{key} is an option of policy.type {' / '.join(owners)}, not of "
+                f"{cfg.type!r}; remove it or change policy.type"
+            )
+    return algo
+
+
+def _is_set(model: BaseModel, path: list[str]) -> bool:
+    """Whether the field at `path` differs from its default.
+
+    Compared by value rather than by `model_fields_set`, so that a resolved config (`zeropipe
+    config`, or a run's `config.yaml`, which spell out every default) loads for every type.
+    """
+    for part in path[:-1]:
+        model = getattr(model, part)
+    field = type(model).model_fields[path[-1]]
+    return getattr(model, path[-1]) != field.get_default(call_default_factory=True)

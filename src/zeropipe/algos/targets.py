@@ -16,12 +16,15 @@ import torch
 from zeropipe.algos.acting import NetworkSearch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.buffer import ReanalysisBatch, ReplayBatch
-from zeropipe.mcts import SearchConfig
-from zeropipe.models import MuZeroNetwork, logits_to_scalar
+from zeropipe.mcts import ActingParams, SearchConfig, SearchPolicy
+from zeropipe.models import Network, logits_to_scalar
 
 # Bootstrap observations go through the target network in slices of this many, so a large batch
 # never allocates one huge activation tensor.
 _INFER_CHUNK = 4096
+
+
+_REANALYZE = ActingParams("reanalyze")
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class PolicyWriteback:
     """Reanalysed policy targets to write back into the buffer."""
 
     indices: np.ndarray  # [R] int64 flat transition indices
-    visits: np.ndarray  # [R, A] float32 normalised visit distributions
+    visits: np.ndarray  # [R, A] float32 policy targets (the search policy's, e.g. visit shares)
     make_time: np.ndarray  # [R] int64
 
 
@@ -49,7 +52,8 @@ class TargetComputer:
     Args:
         target_network: the learner's target model; used in eval mode, never trained.
         frame_ndim: axes of one observation frame.
-        search_cfg: search settings for reanalysis (noise per `reanalyze_noise`).
+        search_cfg: search settings for reanalysis.
+        policy: the algorithm's search policy; reanalysis stores its policy targets.
         reanalyze_ratio: fraction of each batch whose policy targets are re-searched.
         seed: seed of the reanalysis noise generator.
         device: device of the target network.
@@ -57,9 +61,10 @@ class TargetComputer:
 
     def __init__(
         self,
-        target_network: MuZeroNetwork,
+        target_network: Network,
         frame_ndim: int,
         search_cfg: SearchConfig,
+        policy: SearchPolicy,
         reanalyze_ratio: float,
         seed: int,
         device: str = "cpu",
@@ -70,7 +75,7 @@ class TargetComputer:
         self.reanalyze_ratio = reanalyze_ratio
         self.device = torch.device(device)
         self.rng = np.random.default_rng(seed)
-        self._search = NetworkSearch(target_network, frame_ndim, device)
+        self._search = NetworkSearch(target_network, frame_ndim, policy, device)
 
     @torch.no_grad()
     def compute(self, batch: ReplayBatch) -> Targets:
@@ -116,7 +121,7 @@ class TargetComputer:
         rows, cols = np.nonzero(batch.policy_mask[:num] > 0)
         offsets = cols[:, None] + np.arange(s)[None, :]
         frames = batch.obs[rows[:, None], offsets]  # [R, S, *frame]
-        visits = self.search_visits(frames, batch.legal_masks[rows, cols])
+        visits = self.search_policy_targets(frames, batch.legal_masks[rows, cols])
         policy[rows, cols] = visits
         flat = batch.target_indices[rows, cols]
         keep = flat >= 0
@@ -126,14 +131,14 @@ class TargetComputer:
         )
         return policy, writeback
 
-    def search_visits(self, frames: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Re-search roots [R, S, *frame] with the target network → visit distributions [R, A]."""
+    def search_policy_targets(self, frames: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Re-search roots [R, S, *frame] with the target network → policy targets [R, A]."""
         if frames.shape[0] == 0:
             return np.zeros((0, legal.shape[1]), dtype=np.float32)
-        result = self._search.search(frames, legal, self.search_cfg, self.rng, add_noise=True)
-        return result.visit_dist
+        result = self._search.search(frames, legal, self.search_cfg, self.rng, _REANALYZE)
+        return result.output.policy_target
 
     def reanalyze(self, roots: ReanalysisBatch) -> PolicyWriteback:
         """Periodic buffer reanalysis: fresh policy targets for the given roots."""
-        visits = self.search_visits(roots.obs, roots.legal_masks)
+        visits = self.search_policy_targets(roots.obs, roots.legal_masks)
         return PolicyWriteback(indices=roots.indices, visits=visits, make_time=roots.make_time)

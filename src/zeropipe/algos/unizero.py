@@ -13,7 +13,7 @@ import torch
 
 from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
 from zeropipe.config import PolicyConfig
-from zeropipe.models import logits_to_scalar, scalar_to_two_hot
+from zeropipe.models import RootContexts, UniZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
 
 def unizero_loss(
@@ -72,3 +72,28 @@ def unizero_loss(
 def _per_sample_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Σ_k values / number of valid steps, per sample ([B, K] → [B]); 0 for a fully masked row."""
     return values.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+class UniZeroFamily:
+    """UniZero's transformer world model, its teacher-forced loss and per-env KV root contexts."""
+
+    def build_network(
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+    ) -> UniZeroNetwork:
+        """A UniZeroNetwork of the configured size."""
+        return UniZeroNetwork(input_shape, num_actions, cfg.model)
+
+    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+        """The token sequence is built from every unroll step's observation."""
+        return True
+
+    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+        """`unizero_loss`."""
+        return unizero_loss(net, target_net, inputs, cfg, train_iter)
+
+    def root_source(self, network: UniZeroNetwork, num_envs: int) -> RootContexts:
+        """KV-cached root contexts, one per env."""
+        return network.new_root_contexts(num_envs)
+
+
+UNIZERO = UniZeroFamily()

@@ -54,7 +54,7 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
     Raises:
         ConfigError: bad file, key, value, env id or policy type.
     """
-    from zeropipe.algos.registry import UnsupportedPolicyError, algo_spec
+    from zeropipe.algos.registry import algorithm_for
     from zeropipe.envs import EnvError, check_env_id
 
     cfg = load_config(path, overrides)
@@ -62,10 +62,7 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
         check_env_id(cfg.env.env_id)
     except EnvError as exc:
         raise ConfigError(f"env.env_id: {exc}") from None
-    try:
-        algo_spec(cfg.policy.type)
-    except UnsupportedPolicyError as exc:
-        raise ConfigError(str(exc)) from None
+    algorithm_for(cfg.policy)
     return cfg
 
 

@@ -129,6 +129,27 @@ class EpsilonGreedyConfig(_Strict):
     decay: int = Field(100_000, ge=1, description="Env steps over which epsilon decays.")
 
 
+class GumbelConfig(_Strict):
+    """Gumbel search (gumbel_muzero; Danihelka et al. 2022, "Policy improvement by planning with
+    Gumbel")."""
+
+    max_num_considered_actions: int = Field(
+        4, ge=2, description="Root actions kept by Gumbel top-k for sequential halving (m)."
+    )
+    gumbel_scale: float = Field(
+        1.0,
+        ge=0.0,
+        description="Scale of the root Gumbel noise (the paper's and mctx's 1; LightZero uses 10 "
+        "but with one fixed noise vector for every search).",
+    )
+    maxvisit_init: float = Field(
+        50.0, ge=0.0, description="c_visit of the σ transform of completed Q (paper: 50)."
+    )
+    value_scale: float = Field(
+        0.1, gt=0.0, description="c_scale of the σ transform of completed Q (paper: 0.1)."
+    )
+
+
 class AsyncPipelineConfig(_Strict):
     """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
 
@@ -297,6 +318,9 @@ class PolicyConfig(_Strict):
         ge=0,
         description="UniZero: invalidate every env's root KV cache every this many env steps of "
         "that env (0 disables); caches are rebuilt exactly from the raw recent observations.",
+    )
+    gumbel: GumbelConfig = Field(
+        default_factory=GumbelConfig, description="Gumbel search settings (gumbel_muzero only)."
     )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")

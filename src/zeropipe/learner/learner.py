@@ -16,14 +16,13 @@ import numpy as np
 import torch
 
 from zeropipe.algos.acting import search_config
-from zeropipe.algos.losses import LossWeights, UnrollInputs, unroll_loss
+from zeropipe.algos.losses import UnrollInputs
 from zeropipe.algos.observation import stack_frames, to_tensor
-from zeropipe.algos.registry import algo_spec
+from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
-from zeropipe.algos.unizero import unizero_loss
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
-from zeropipe.models import MuZeroNetwork
+from zeropipe.models import Network
 
 
 @dataclass(frozen=True)
@@ -67,9 +66,7 @@ class Learner:
         seed: seed of the reanalysis noise.
     """
 
-    def __init__(
-        self, network: MuZeroNetwork, cfg: PolicyConfig, frame_ndim: int, seed: int
-    ) -> None:
+    def __init__(self, network: Network, cfg: PolicyConfig, frame_ndim: int, seed: int) -> None:
         self.cfg = cfg
         self.device = torch.device(cfg.device)
         self.network = network.to(self.device)
@@ -77,21 +74,14 @@ class Learner:
         self.target_network.requires_grad_(False)
         self.optimizer = build_optimizer(self.network.parameters(), cfg)
         self.frame_ndim = frame_ndim
-        self.family = algo_spec(cfg.type).family
-        # Every step's observation: UniZero's token sequence, MuZero's consistency targets.
-        self.needs_obs_seq = self.family == "unizero" or cfg.ssl_loss_weight > 0
+        self.algorithm = algorithm(cfg.type)
+        self.needs_obs_seq = self.algorithm.family.needs_obs_seq(cfg)
         self.train_iter = 0
-        self.weights = LossWeights(
-            value=cfg.value_loss_weight,
-            reward=cfg.reward_loss_weight,
-            policy=cfg.policy_loss_weight,
-            entropy=cfg.policy_entropy_weight,
-            ssl=cfg.ssl_loss_weight,
-        )
         self.targets = TargetComputer(
             self.target_network,
             frame_ndim,
             reanalysis_search_config(cfg),
+            self.algorithm.search_policy,
             cfg.reanalyze_ratio,
             seed,
             cfg.device,
@@ -102,12 +92,9 @@ class Learner:
         targets = self.targets.compute(batch)
         inputs = self._inputs(batch, targets.value, targets.reward, targets.policy)
         self.network.train()
-        if self.family == "unizero":
-            loss = unizero_loss(
-                self.network, self.target_network, inputs, self.cfg, self.train_iter
-            )
-        else:
-            loss = unroll_loss(self.network, inputs, self.weights)
+        loss = self.algorithm.family.loss(
+            self.network, self.target_network, inputs, self.cfg, self.train_iter
+        )
         weights = to_tensor(batch.weights, self.device)
         total = (weights * loss.per_sample).mean()
         self._set_lr()

@@ -7,6 +7,7 @@ only `initial_inference` / `recurrent_inference` (MuZeroNetwork, UniZeroNetwork)
 """
 
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
+from zeropipe.models.protocol import Network
 from zeropipe.models.root_context import RootContexts, RootContextStats
 from zeropipe.models.support import (
     DiscreteSupport,
@@ -22,6 +23,7 @@ __all__ = [
     "CausalTransformer",
     "DiscreteSupport",
     "MuZeroNetwork",
+    "Network",
     "NetworkOutput",
     "RootContextStats",
     "RootContexts",

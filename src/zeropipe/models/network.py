@@ -168,5 +168,8 @@ class MuZeroNetwork(nn.Module):
             )
         return self.projection(latent, with_grad)
 
+    def clear_caches(self) -> None:
+        """Nothing is cached: every inference is computed from its inputs."""
+
     def _normalised(self, latent: Tensor) -> Tensor:
         return min_max_normalise(latent) if self.state_norm else latent

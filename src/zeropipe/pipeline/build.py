@@ -12,12 +12,11 @@ import numpy as np
 import torch
 
 from zeropipe.algos.observation import stacked_input_shape
-from zeropipe.algos.registry import algo_spec
+from zeropipe.algos.registry import algorithm_for
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvSpec, env_spec
 from zeropipe.learner.learner import Learner
-from zeropipe.models import MuZeroNetwork, UniZeroNetwork
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
 
@@ -27,15 +26,9 @@ ACTOR_SEED_STRIDE = 1000
 
 def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
     """A fresh network of the policy type's family for this config and env."""
-    family = algo_spec(cfg.policy.type).family
     shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
-    if family == "unizero":
-        return UniZeroNetwork(shape, spec.action_space_size, cfg.policy.model)
-    # The SSL projection is only built when its loss is used, which keeps snapshots small.
-    with_projection = cfg.policy.ssl_loss_weight > 0
-    return MuZeroNetwork(
-        shape, spec.action_space_size, cfg.policy.model, with_projection=with_projection
-    )
+    family = algorithm_for(cfg.policy).family
+    return family.build_network(shape, spec.action_space_size, cfg.policy)
 
 
 def seed_everything(seed: int) -> None:

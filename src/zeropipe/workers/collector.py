@@ -13,18 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import (
-    NetworkSearch,
-    load_weights,
-    root_inference,
-    root_source,
-    search_config,
-)
+from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvBatch
-from zeropipe.mcts import select_action
-from zeropipe.models import MuZeroNetwork
+from zeropipe.mcts import ActingParams
+from zeropipe.models import Network
 from zeropipe.workers.trajectory import Trajectory
 
 
@@ -51,13 +45,14 @@ class Collector:
     """
 
     def __init__(
-        self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int, device: str = "cpu"
+        self, cfg: ExperimentConfig, network: Network, seed: int, device: str = "cpu"
     ) -> None:
         p = cfg.policy
         self.cfg = cfg
         self.envs = EnvBatch(cfg.env, cfg.env.collector_env_num, "collect", seed)
-        frame_ndim = len(self.envs.spec.frame_shape)
-        self.search = NetworkSearch(network.to(device), frame_ndim, device)
+        self.search, self.roots = actor_search(
+            cfg, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
+        )
         self.search_cfg = search_config(p, p.num_simulations)
         self.rng = np.random.default_rng(seed + 7919)
         self.policy_version = -1
@@ -71,7 +66,6 @@ class Collector:
             )
             for _ in range(self.envs.num_envs)
         ]
-        self.roots = root_source(self.search.network, self.envs.num_envs)
         self.prev_actions = np.full(self.envs.num_envs, -1, dtype=np.int64)  # -1: episode start
         self.steps_since_cache_clear = 0
         frames, masks = self.envs.reset()
@@ -112,10 +106,10 @@ class Collector:
         frames = np.stack([t.stacked_obs() for t in self.trajectories])
         masks = np.stack([t.action_mask() for t in self.trajectories])
         root = root_inference(self.search, self.roots, frames, self.prev_actions)
-        result = self.search.search_from(root, masks, self.search_cfg, self.rng, add_noise=True)
-        actions = select_action(
-            result.visit_counts, temperature, self.rng, epsilon=epsilon, action_mask=masks
-        )
+        acting = ActingParams("collect", temperature, epsilon)
+        result = self.search.search_from(root, masks, self.search_cfg, self.rng, acting)
+        out = result.output
+        actions = out.action
         step = self.envs.step(actions)
         self.prev_actions = actions.copy()
         self._tick_cache_clock()
@@ -124,8 +118,8 @@ class Collector:
             ready += traj.append(
                 actions[i],
                 step.rewards[i],
-                result.visit_dist[i],
-                result.root_value[i],
+                out.policy_target[i],
+                out.root_value[i],
                 result.predicted_value[i],
                 step.frames[i],
                 step.action_masks[i],

@@ -1,9 +1,10 @@
 """Evaluator: plays `n_evaluator_episode` full games greedily and reports their mean return.
 
 Runs in: driver (sync pipeline) or an evaluator worker process (async pipeline). Evaluation is
-reproducible: the envs are re-seeded identically for every evaluation, there is no root noise and
-the action is the most visited one (lowest index on ties), so two evaluations of the same weights
-give the same score (user_lessons: the reference's evaluation was not reproducible).
+reproducible: the envs and the search's generator are re-seeded identically for every evaluation,
+and the search policy's eval mode adds no exploration noise and acts greedily (lowest index on
+ties), so two evaluations of the same weights give the same score (user_lessons: the reference's
+evaluation was not reproducible).
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import (
-    NetworkSearch,
-    load_weights,
-    root_inference,
-    root_source,
-    search_config,
-)
+from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvBatch
-from zeropipe.mcts import select_action
-from zeropipe.models import MuZeroNetwork
+from zeropipe.mcts import ActingParams
+from zeropipe.models import Network
 
 
 @dataclass(frozen=True)
@@ -40,6 +35,9 @@ class EvalResult:
     duration_s: float
 
 
+_EVAL = ActingParams("eval")
+
+
 class Evaluator:
     """Owns `evaluator_env_num` eval-mode envs and an eval-mode network copy.
 
@@ -51,16 +49,17 @@ class Evaluator:
     """
 
     def __init__(
-        self, cfg: ExperimentConfig, network: MuZeroNetwork, seed: int, device: str = "cpu"
+        self, cfg: ExperimentConfig, network: Network, seed: int, device: str = "cpu"
     ) -> None:
         p = cfg.policy
         self.cfg = cfg
         self.seed = seed
         self.envs = EnvBatch(cfg.env, cfg.env.evaluator_env_num, "eval", seed)
-        self.search = NetworkSearch(network.to(device), len(self.envs.spec.frame_shape), device)
+        self.search, self.roots = actor_search(
+            cfg, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
+        )
         self.search_cfg = search_config(p, p.eval_num_simulations or p.num_simulations)
         self.policy_version = -1
-        self.roots = root_source(self.search.network, self.envs.num_envs)
 
     def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
         """Replace the network weights; call only between evaluations."""
@@ -83,13 +82,13 @@ class Evaluator:
         ]
         returns: list[float] = []
         done_count = np.zeros(n_env, dtype=np.int64)
-        rng = np.random.default_rng(self.seed)  # unused by a noise-free greedy search
+        rng = np.random.default_rng(self.seed)  # the same draws in every evaluation
         steps = 0
         while (done_count < quota).any():
             obs = np.stack([np.stack(s) for s in stacks])
             root = root_inference(self.search, self.roots, obs, prev_actions)
-            result = self.search.search_from(root, masks, self.search_cfg, rng, add_noise=False)
-            actions = select_action(result.visit_counts, 1.0, rng, deterministic=True)
+            result = self.search.search_from(root, masks, self.search_cfg, rng, _EVAL)
+            actions = result.output.action
             step = self.envs.step(actions)
             prev_actions = actions.copy()
             batch_steps += 1

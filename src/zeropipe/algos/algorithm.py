@@ -1,0 +1,92 @@
+"""The algorithm seam: what a policy type is made of (DESIGN §3a, after mctx `policies.py`).
+
+Runs in: any. `policy.type` names one registered `Algorithm` (see `registry.py`): a *family* that
+builds the network, computes the loss and keeps per-env acting state, and the name of the *search
+policy* (`mcts/policies.py`) that acts and makes policy targets. The Collector, Evaluator,
+TargetComputer, Learner and `pipeline/build.py` ask the algorithm instead of branching on names;
+a new policy type is its module(s), one registry entry and its config section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from zeropipe.algos.losses import UnrollInputs, UnrollLoss
+from zeropipe.config import PolicyConfig
+from zeropipe.mcts import SearchPolicy, search_policy
+from zeropipe.models import Network
+
+
+class RootSource(Protocol):
+    """Per-env root provider of a collector or evaluator (the family's acting state).
+
+    A context-free family encodes the current observation alone; UniZero keeps a KV-cached
+    context per env. Both reset an env at its episode start and drop everything on a weight load.
+    """
+
+    def root(self, obs: torch.Tensor, env_ids: list[int], prev_actions: list[int]):
+        """Root outputs (a `NetworkOutput`) for stacked observations [B, *input] of `env_ids`."""
+        ...
+
+    def reset(self, env_id: int) -> None:
+        """Env `env_id` starts a new episode."""
+        ...
+
+    def invalidate(self) -> None:
+        """Everything computed with the old weights is stale."""
+        ...
+
+
+class Family(Protocol):
+    """The network-side half of an algorithm: model, loss and acting state."""
+
+    def build_network(
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+    ) -> torch.nn.Module:
+        """A fresh network for stacked inputs of `input_shape` and `num_actions` actions."""
+        ...
+
+    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+        """Whether the loss reads every unroll step's observation (`UnrollInputs.obs_seq`)."""
+        ...
+
+    def loss(
+        self,
+        net: Network,
+        target_net: Network,
+        inputs: UnrollInputs,
+        cfg: PolicyConfig,
+        train_iter: int,
+    ) -> UnrollLoss:
+        """Per-sample training loss of one batch."""
+        ...
+
+    def root_source(self, network: Network, num_envs: int) -> RootSource:
+        """Per-env acting state for `num_envs` envs."""
+        ...
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One policy type.
+
+    Attributes:
+        name: the `policy.type` it answers to.
+        family: network, loss and acting state.
+        search: name of its search policy in `mcts.SEARCH_POLICIES`.
+        options: dotted `policy.*` config keys that belong to this type; setting one of them
+            for another type is a config error (see `registry.check_options`).
+    """
+
+    name: str
+    family: Family
+    search: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def search_policy(self) -> SearchPolicy:
+        """The search policy function."""
+        return search_policy(self.search)

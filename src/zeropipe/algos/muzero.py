@@ -1,0 +1,74 @@
+"""The muzero family: representation, dynamics and prediction unrolled K steps (MuZero app. G).
+
+Runs in: any (network building and acting state in every process; the loss in the driver).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zeropipe.algos.losses import LossWeights, UnrollInputs, UnrollLoss, unroll_loss
+from zeropipe.config import PolicyConfig
+from zeropipe.models import MuZeroNetwork, Network, NetworkOutput
+
+
+class ContextFreeRoots:
+    """Roots from the current observation alone; nothing is kept per env."""
+
+    def __init__(self, network: Network) -> None:
+        self.network = network
+
+    def root(self, obs: torch.Tensor, env_ids, prev_actions) -> NetworkOutput:
+        """The network's initial inference on `obs` [B, *input]."""
+        return self.network.initial_inference(obs)
+
+    def reset(self, env_id: int) -> None:
+        """Nothing is kept per env."""
+
+    def invalidate(self) -> None:
+        """Nothing is cached."""
+
+
+class MuZeroFamily:
+    """MuZero's h, g, f with the K-step unroll loss; optional SSL consistency (EfficientZero)."""
+
+    def build_network(
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+    ) -> MuZeroNetwork:
+        """MuZeroNetwork; the SSL projection only when its loss is on (keeps snapshots small)."""
+        return MuZeroNetwork(
+            input_shape, num_actions, cfg.model, with_projection=cfg.ssl_loss_weight > 0
+        )
+
+    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+        """The consistency loss encodes every unroll step's observation."""
+        return cfg.ssl_loss_weight > 0
+
+    def loss(
+        self,
+        net: Network,
+        target_net: Network,
+        inputs: UnrollInputs,
+        cfg: PolicyConfig,
+        train_iter: int,
+    ) -> UnrollLoss:
+        """`unroll_loss` with the config's term weights."""
+        return unroll_loss(net, inputs, loss_weights(cfg))
+
+    def root_source(self, network: Network, num_envs: int) -> ContextFreeRoots:
+        """Context-free roots."""
+        return ContextFreeRoots(network)
+
+
+def loss_weights(cfg: PolicyConfig) -> LossWeights:
+    """The unroll loss's term weights from the policy config (reference names)."""
+    return LossWeights(
+        value=cfg.value_loss_weight,
+        reward=cfg.reward_loss_weight,
+        policy=cfg.policy_loss_weight,
+        entropy=cfg.policy_entropy_weight,
+        ssl=cfg.ssl_loss_weight,
+    )
+
+
+MUZERO = MuZeroFamily()
