@@ -1,0 +1,114 @@
+"""Tiny learner set-ups for hand-checked tests: policy configs, networks and sampled batches.
+
+Segments come from `tests.buffer.factories` (step e of episode 0 has frame value
+e and reward e + 1), so targets built from these batches can be computed by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from zeropipe.buffer import GameSegment, ReplayBatch, ReplayBuffer
+from zeropipe.config import ModelConfig, PolicyConfig
+from zeropipe.models import MuZeroNetwork
+
+OBS, A = 4, 2  # frame shape (OBS,), one frame per stack, A actions
+
+
+def tiny_policy(norm_type: str = "LN", **policy) -> PolicyConfig:
+    """A muzero PolicyConfig with a tiny MLP; `policy` overrides any PolicyConfig field."""
+    model = ModelConfig(
+        kind="mlp",
+        latent_dim=16,
+        hidden_dim=16,
+        num_layers=1,
+        head_hidden_dim=16,
+        norm_type=norm_type,
+        value_support_range=(-10, 11, 1),
+        reward_support_range=(-10, 11, 1),
+        proj_hidden_dim=16,
+        proj_out_dim=16,
+        pred_hidden_dim=16,
+    )
+    defaults = {
+        "type": "muzero",
+        "model": model,
+        "num_unroll_steps": 2,
+        "td_steps": 3,
+        "discount_factor": 0.5,
+        "batch_size": 4,
+        "replay_buffer_size": 1000,
+        "target_update_freq": 1000,  # targets stay fixed unless a test asks otherwise
+        "reanalyze_ratio": 0.0,
+    }
+    return PolicyConfig(**{**defaults, **policy})
+
+
+def tiny_network(cfg: PolicyConfig, *, seed: int = 0, reinit: bool = True) -> MuZeroNetwork:
+    """A MuZeroNetwork for (OBS,) frames and A actions.
+
+    Args:
+        cfg: policy settings (model sizes, SSL weight).
+        seed: torch seed of the initial weights.
+        reinit: redraw every parameter from N(0, 0.2²); the zero-initialised output heads of a
+            fresh network would otherwise give zero gradients to most weights.
+    """
+    torch.manual_seed(seed)
+    net = MuZeroNetwork((OBS,), A, cfg.model, with_projection=cfg.ssl_loss_weight > 0)
+    if reinit:
+        with torch.no_grad():
+            for p in net.parameters():
+                torch.nn.init.normal_(p, std=0.2)
+    return net
+
+
+def replay_buffer(
+    cfg: PolicyConfig, *, use_priority: bool = False, cls: type[ReplayBuffer] = ReplayBuffer
+) -> ReplayBuffer:
+    """An empty `cls` (a ReplayBuffer) with the config's K, T, γ and capacity; α = β = 1."""
+    return cls(
+        cfg.replay_buffer_size,
+        num_unroll_steps=cfg.num_unroll_steps,
+        td_steps=cfg.td_steps,
+        discount=cfg.discount_factor,
+        use_priority=use_priority,
+        alpha=1.0,
+        beta=1.0,
+        seed=0,
+    )
+
+
+def sample_batch(cfg: PolicyConfig, num_roots: int, *segments: GameSegment) -> ReplayBatch:
+    """`num_roots` roots sampled uniformly (without replacement) from `segments`."""
+    buffer = replay_buffer(cfg)
+    buffer.push(list(segments))
+    return buffer.sample(num_roots)
+
+
+def all_roots(cfg: PolicyConfig, *segments: GameSegment) -> tuple[ReplayBatch, np.ndarray]:
+    """Every stored root once, and the batch row of each flat index ([N] int64)."""
+    buffer = replay_buffer(cfg)
+    buffer.push(list(segments))
+    batch = buffer.sample(buffer.num_transitions)
+    row_of = np.empty(buffer.num_transitions, dtype=np.int64)
+    row_of[batch.indices] = np.arange(batch.indices.size)
+    return batch, row_of
+
+
+def rows(batch: ReplayBatch, index: np.ndarray | list[int]) -> ReplayBatch:
+    """The sub-batch of the given rows (every field sliced along the batch axis)."""
+    index = np.asarray(index, dtype=np.int64)
+    return ReplayBatch(**{name: value[index] for name, value in vars(batch).items()})
+
+
+def parameters(net: torch.nn.Module) -> list[torch.Tensor]:
+    """Detached copies of the network's parameters, in `parameters()` order."""
+    return [p.detach().clone() for p in net.parameters()]
+
+
+def state(net: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A deep copy of the network's state dict (parameters and buffers)."""
+    return copy.deepcopy(net.state_dict())
