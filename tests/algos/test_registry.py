@@ -46,7 +46,7 @@ def test_a_world_model_setting_on_a_muzero_config_is_refused(tmp_path):
     cfg = tiny_config(tmp_path)
     raw = cfg.model_dump(mode="json")
     raw["policy"]["model"]["world_model"]["embed_dim"] = 32
-    with pytest.raises(ConfigError, match="policy.model.world_model"):
+    with pytest.raises(ConfigError, match=r"policy\.model\.world_model"):
         registry.algorithm_for(config_from_dict(raw).policy)
 
 
@@ -61,7 +61,7 @@ def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):
 
 def test_an_unimplemented_type_is_a_config_error_listing_the_available(tmp_path):
     cfg = tiny_config(tmp_path, type="stochastic_muzero")
-    with pytest.raises(ConfigError, match="available: .*muzero"):
+    with pytest.raises(ConfigError, match=r"available: .*muzero"):
         registry.algorithm_for(cfg.policy)
 
 
