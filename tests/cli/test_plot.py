@@ -34,14 +34,20 @@ def reward_axes(fig):
     return fig.axes[0]
 
 
+def labelled_lines(ax) -> list:
+    """The legend's lines: group means (each run's own points are drawn unlabelled)."""
+    return [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
 def test_three_seeds_are_one_band(tmp_path: Path):
     runs = [fake_run(tmp_path, f"tiny_seed{s}", s, scale=s + 1.0) for s in range(3)]
     out = tmp_path / "out" / "curves.png"
     fig = plot_runs(runs, out, "envstep")
     ax = reward_axes(fig)
     assert len(ax.collections) == 1  # one min–max band
-    (line,) = ax.get_lines()
+    (line,) = labelled_lines(ax)
     assert line.get_label() == "tiny (3 seeds)"
+    assert len(ax.get_lines()) == 1 + 3  # the mean and each run's own points
     x, y = line.get_xydata().T
     assert x[0] == 0 and x[-1] == 200
     np.testing.assert_allclose(y, 2.0 * x)  # mean of 1x, 2x, 3x
@@ -61,7 +67,7 @@ def test_other_config_is_its_own_curve(tmp_path: Path):
     runs.append(fake_run(tmp_path, "bigger", 0, scale=5.0, batch_size=16))
     fig = plot_runs(runs, tmp_path / "c.png", "time_s")
     ax = reward_axes(fig)
-    assert [line.get_label() for line in ax.get_lines()] == ["tiny (2 seeds)", "bigger"]
+    assert [line.get_label() for line in labelled_lines(ax)] == ["tiny (2 seeds)", "bigger"]
     assert len(ax.collections) == 1  # a single run has no band
     assert ax.get_xlabel() == "wall time (s)"
 
@@ -142,4 +148,4 @@ def test_plot_three_real_seeds(tmp_path: Path, no_leaks: None):
     fig = plot_runs([tmp_path / r for r in runs], tmp_path / "again.png", "envstep")
     ax = reward_axes(fig)
     assert len(ax.collections) == 1
-    assert [line.get_label() for line in ax.get_lines()] == ["tiny (3 seeds)"]
+    assert [line.get_label() for line in labelled_lines(ax)] == ["tiny (3 seeds)"]

@@ -7,8 +7,10 @@ process, so each `resume` line shifts the later times by the time reached before
 
 Seeds of one experiment: runs whose resolved configs (`<run>/config.yaml`) are equal once `seed`
 and `exp_name` are left out. Such a group is drawn as the mean over its runs with a min–max band,
-after interpolating every run onto a common grid over the x range that all of them cover. Its label
-is the exp_name's last component with a seed suffix (`_seed3`, `-s3`) removed, and the seed count.
+after interpolating every run onto a common grid over the x range that all of them cover; each
+run's own eval points are drawn faintly beside it (a run that stopped early at `stop_value` ends
+the common range; the others' later evals stay visible). Its label is the exp_name's last
+component with a seed suffix (`_seed3`, `-s3`) removed, and the seed count.
 Drawn with matplotlib's Agg canvas (no display needed, no pyplot global state).
 """
 
@@ -29,6 +31,8 @@ log = logging.getLogger("zeropipe.cli")
 
 XAxis = Literal["envstep", "time_s"]
 GRID_POINTS = 200
+# Each run's own eval points: faint, unlabelled (a leading "_" keeps them out of the legend).
+_RUN_STYLE = {"alpha": 0.45, "lw": 0.8, "marker": "o", "ms": 2.5, "label": "_run"}
 _SEED_SUFFIX = re.compile(r"[-_.]?(seed|s)[-_=]?\d+$")
 
 
@@ -206,6 +210,9 @@ def draw_curves(groups: list[RunGroup], axis: XAxis):
         ax_reward.plot(band.x, band.mean, color=color, label=group.label)
         if len(group.runs) > 1:
             ax_reward.fill_between(band.x, band.low, band.high, color=color, alpha=0.25, lw=0)
+        for run in group.runs:  # the evals themselves, faint, also past the common range
+            curve = run.reward
+            ax_reward.plot(curve.x(axis), curve.value, color=color, **_RUN_STYLE)
         _draw_throughput(group, axis, color, ax_env, ax_learner)
     ax_reward.set(xlabel=xlabel, ylabel="eval reward_mean", title="Evaluation return")
     ax_reward.legend(loc="best", fontsize="small")
