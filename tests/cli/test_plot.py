@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.test_cli import TINY, run_cli
 from tests.tiny import tiny_config
-from zeropipe.cli.curves import plot_runs
+from zeropipe.cli.curves import GRID_POINTS, plot_runs
 from zeropipe.pipeline.run_dir import RunDir
 
 ENVSTEPS = [0, 100, 200]
@@ -124,9 +124,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, case: str):
 @pytest.mark.timeout(600)
 def test_plot_three_real_seeds(tmp_path: Path, no_leaks: None):
     config = tmp_path / "tiny.yaml"
-    config.write_text(
-        TINY.format(exp="placeholder").replace("max_env_step: 240", "max_env_step: 64")
-    )
+    tiny = TINY.format(exp="placeholder").replace("max_env_step: 240", "max_env_step: 64")
+    config.write_text(tiny.replace("eval_freq: 20", "eval_freq: 4"))  # evals all along
     runs = []
     for seed in range(3):
         exp = f"runs/tiny_seed{seed}"
@@ -148,4 +147,6 @@ def test_plot_three_real_seeds(tmp_path: Path, no_leaks: None):
     fig = plot_runs([tmp_path / r for r in runs], tmp_path / "again.png", "envstep")
     ax = reward_axes(fig)
     assert len(ax.collections) == 1
-    assert [line.get_label() for line in labelled_lines(ax)] == ["tiny (3 seeds)"]
+    (mean,) = labelled_lines(ax)
+    assert mean.get_label() == "tiny (3 seeds)"
+    assert len(mean.get_xdata()) == GRID_POINTS  # the seeds share an env-step range
