@@ -1,8 +1,10 @@
-"""Command line: `zeropipe train | config | eval`.
+"""Command line: `zeropipe train | config | eval | plot`.
 
 Runs in: driver. A thin layer: it parses arguments, loads and checks the config (before anything is
-written to the run directory), and calls the pipeline. Exit status: 0 when a run ended by its own
-stop rule, 2 for a bad configuration, 130 after Ctrl-C, 1 for any other error.
+written to the run directory), and calls the pipeline (`train`), prints the resolved config
+(`config`), scores a checkpoint (`eval`, cli/evaluation.py) or draws learning curves (`plot`,
+cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule), 2 for
+a bad configuration or input file, 130 after Ctrl-C, 1 for any other error.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 
 log = logging.getLogger("zeropipe.cli")
@@ -45,7 +49,42 @@ def _parser() -> argparse.ArgumentParser:
         help="continue from <exp_name>/ckpt/ckpt_latest.pth.tar (learner, buffer, counters)",
     )
     sub.add_parser("config", parents=[common], help="print the resolved config")
+    _add_eval_parser(sub)
+    _add_plot_parser(sub)
     return parser
+
+
+def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser("eval", help="score a checkpoint with the run's evaluator")
+    ev.add_argument(
+        "checkpoint", type=Path, help="e.g. runs/cartpole_muzero/ckpt/ckpt_best.pth.tar"
+    )
+    ev.add_argument(
+        "--config",
+        help="experiment YAML (default: <exp_name>/config.yaml next to <exp_name>/ckpt/)",
+    )
+    ev.add_argument("--episodes", type=int, help="episodes to play (default: n_evaluator_episode)")
+    ev.add_argument(
+        "--seed",
+        type=int,
+        help="the run seed whose evaluator seeds to use (seed + 100000; default: the config's)",
+    )
+    ev.add_argument("--video", type=Path, help="write env 0's first episode here (.mp4 or .gif)")
+    ev.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable)",
+    )
+
+
+def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
+    plot = sub.add_parser("plot", help="draw eval return and throughput curves of runs")
+    plot.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
+    plot.add_argument("-o", "--output", type=Path, default=Path("curves.png"), help="PNG to write")
+    plot.add_argument("--x", choices=["envstep", "time_s"], default="envstep", help="x axis")
 
 
 def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
@@ -85,6 +124,33 @@ def _train(args: argparse.Namespace) -> int:
         f"outputs in {cfg.exp_name}/",
         file=sys.stderr,
     )
+    return EXIT_OK
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from zeropipe.cli.evaluation import run_config_path, score_checkpoint
+
+    config = args.config or run_config_path(args.checkpoint)
+    if not Path(config).is_file():
+        raise InputError(f"no config at {config}: pass the run's config with --config")
+    overrides = list(args.overrides)
+    if args.episodes is not None:
+        overrides.append(f"env.n_evaluator_episode={args.episodes}")
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    cfg = load_checked(str(config), overrides)
+    score = score_checkpoint(cfg, args.checkpoint, args.video)
+    print(score.summary())
+    if args.video is not None:
+        print(f"video: {args.video} (return {score.video_return:g})")
+    return EXIT_OK
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from zeropipe.cli.curves import plot_runs
+
+    plot_runs(args.run_dirs, args.output, args.x)
+    print(f"wrote {args.output}")
     return EXIT_OK
 
 
@@ -139,9 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "config":
             sys.stdout.write(dump_config(load_config(args.config, args.overrides)))
             return EXIT_OK
-        return _train(args)
+        return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
     except ConfigError as exc:
         print(f"zeropipe: config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except InputError as exc:
+        print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
         print("\nzeropipe: interrupted", file=sys.stderr)

@@ -144,6 +144,10 @@ class AtariGame:
             action_mask=None,
         )
 
+    def render(self) -> np.ndarray | None:
+        """The ALE screen, uint8 [210, 160, 3], when made with render_mode="rgb_array"."""
+        return self._env.render()  # type: ignore[return-value]
+
     def close(self) -> None:
         """Close the env."""
         self._env.close()

@@ -54,6 +54,10 @@ class Game(Protocol):
         """Play one agent step with an action index in [0, A)."""
         ...
 
+    def render(self) -> np.ndarray | None:
+        """The current screen, uint8 [H, W, 3], for a game made with render_mode="rgb_array"."""
+        ...
+
     def close(self) -> None:
         """Release the environment."""
         ...
@@ -112,6 +116,10 @@ class GymGame:
             game_over=terminated or truncated,
             action_mask=info_action_mask(info, self._num_actions),
         )
+
+    def render(self) -> np.ndarray | None:
+        """The env's `render()`: uint8 [H, W, 3] when made with render_mode="rgb_array"."""
+        return self._env.render()  # type: ignore[return-value]
 
     def close(self) -> None:
         """Close the env."""

@@ -57,26 +57,47 @@ def is_atari(env_id: str) -> bool:
     return isinstance(entry_point, str) and entry_point.startswith("ale_py")
 
 
-def make_gym_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env:
+def make_gym_env(
+    env_id: str, max_episode_steps: int | None = None, render_mode: str | None = None
+) -> gym.Env:
     """Create the raw gymnasium env of an id with zeropipe's creation rules.
 
     ALE ids are created with frameskip=1, no sticky actions and the minimal action set, because
     `AtariGame` applies skip and stickiness itself (once); their time limit is also applied there,
     in agent steps (a gymnasium TimeLimit here would count single frames). Other ids get
-    `max_episode_steps` as their gymnasium time limit when it is set.
+    `max_episode_steps` as their gymnasium time limit when it is set. `render_mode` is passed to
+    gymnasium only when set (``"rgb_array"`` for `zeropipe eval --video`); training envs never
+    render.
 
     Raises:
-        EnvError: Unknown id, or the env cannot be constructed (e.g. a missing dependency).
+        EnvError: Unknown id, the env cannot be constructed (e.g. a missing dependency), or it
+            does not offer `render_mode`.
     """
     atari = is_atari(env_id)
+    render = (
+        {} if render_mode is None else {"render_mode": _checked_render_mode(env_id, render_mode)}
+    )
     try:
         if atari:
             return gym.make(
-                env_id, frameskip=1, repeat_action_probability=0.0, full_action_space=False
+                env_id,
+                frameskip=1,
+                repeat_action_probability=0.0,
+                full_action_space=False,
+                **render,
             )
-        return gym.make(env_id, max_episode_steps=max_episode_steps)
+        return gym.make(env_id, max_episode_steps=max_episode_steps, **render)
     except gym.error.Error as exc:
         raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
+
+
+def _checked_render_mode(env_id: str, render_mode: str) -> str:
+    """`render_mode` if the env class lists it in `metadata["render_modes"]`, else an EnvError."""
+    creator = gym.envs.registration.load_env_creator(_registered_spec(env_id).entry_point)
+    modes = list(getattr(creator, "metadata", {}).get("render_modes", []))
+    if render_mode not in modes:
+        raise EnvError(f"env {env_id!r} cannot render {render_mode!r} frames (it offers {modes})")
+    return render_mode
 
 
 def _check_spaces(env_id: str, env: gym.Env) -> None:
@@ -133,12 +154,14 @@ def env_spec(cfg: EnvConfig) -> EnvSpec:
         env.close()
 
 
-def make_game(cfg: EnvConfig, mode: Mode) -> tuple[Game, EnvSpec]:
+def make_game(cfg: EnvConfig, mode: Mode, render_mode: str | None = None) -> tuple[Game, EnvSpec]:
     """Create one game of a config, preprocessed for `mode`, and its spec.
 
     Args:
         cfg: The env config.
         mode: "collect" or "eval" (selects the time limit, episodic life and reward clipping).
+        render_mode: gymnasium render mode, e.g. "rgb_array" so that `Game.render` returns frames;
+            None (training and evaluation) renders nothing.
 
     Returns:
         (game, spec).
@@ -147,7 +170,7 @@ def make_game(cfg: EnvConfig, mode: Mode) -> tuple[Game, EnvSpec]:
         EnvError: As `check_env_id`.
     """
     limit = cfg.max_episode_steps if mode == "collect" else cfg.eval_max_episode_steps
-    env = make_gym_env(cfg.env_id, max_episode_steps=limit)
+    env = make_gym_env(cfg.env_id, max_episode_steps=limit, render_mode=render_mode)
     try:
         spec = _spec_of(cfg, env)
     except EnvError:
