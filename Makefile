@@ -8,7 +8,7 @@ CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install train test lint format bench clean
+.PHONY: install train test lint format bench bench-learning clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+# Configs x seeds judged by their eval curves (long: tens of minutes on 2 cores).
+bench-learning: $(STAMP)
+	$(PY) -m benchmarks learning
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

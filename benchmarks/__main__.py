@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from benchmarks import bench_learner, bench_pipeline, bench_search, bench_transport
+from benchmarks import bench_learner, bench_pipeline, bench_search, bench_transport, learning
 
 SECTIONS = {
     "search": bench_search.main,
@@ -14,8 +15,15 @@ SECTIONS = {
 }
 
 
+# Long sections, run only when named: `python -m benchmarks learning --help`.
+ON_REQUEST = {"learning": learning.main}
+
+
 def main() -> None:
     """Run the selected sections (all by default) and print their tables."""
+    if sys.argv[1:2] and sys.argv[1] in ON_REQUEST:
+        ON_REQUEST[sys.argv[1]](sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("sections", nargs="*", help=f"any of {', '.join(SECTIONS)} (default: all)")
     args = parser.parse_args()

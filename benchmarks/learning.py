@@ -1,0 +1,239 @@
+"""`python -m benchmarks learning`: configs × seeds × pipelines, judged by their eval curves.
+
+Runs in: its own process; each training run is the real CLI in a subprocess, as many at once as
+the cores allow. One seed passing a threshold once says little, so per (config, pipeline) it
+prints the success rate at the threshold, the median and range of env steps and wall seconds to
+it, the best and final eval, and the largest drop after the first success (how far an eval fell
+below the best eval seen before it, once the threshold was reached); it writes the table as JSON
+and the curves as one PNG (mean with a min–max band per config and pipeline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from zeropipe.cli.curves import plot_runs, read_run
+from zeropipe.cli.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIGS = ("configs/cartpole_muzero.yaml", "configs/acrobot_muzero.yaml")
+# Cores one run keeps busy: the sync driver; the async driver plus a collector and an evaluator.
+CORES_PER_RUN = {"sync": 2, "async": 3}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run of the benchmark."""
+
+    config: str
+    pipeline: str  # sync | async
+    seed: int
+    run_dir: Path
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The eval curve of one finished run (empty when it logged no eval)."""
+
+    spec: RunSpec
+    envsteps: list[int]
+    wall_s: list[float]
+    rewards: list[float]
+    returncode: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """The judgement of one (config, pipeline) over its seeds."""
+
+    config: str
+    pipeline: str
+    threshold: float
+    seeds: int
+    successes: int
+    envsteps_to_threshold: list[int]
+    wall_s_to_threshold: list[float]
+    best: list[float]
+    final: list[float]
+    largest_drop_after_success: list[float]
+    failed_runs: int
+
+
+def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
+    cmd = [sys.executable, "-m", "zeropipe", "train", str(ROOT / spec.config), "--quiet"]
+    cmd += ["--set", f"seed={spec.seed}", "--set", f"exp_name={spec.run_dir}"]
+    cmd += ["--set", f"policy.learner_num_threads={threads}"]
+    if spec.pipeline == "async":
+        cmd.append("--async-pipeline")
+    for item in overrides:
+        cmd += ["--set", item]
+    return cmd
+
+
+def _read_curve(spec: RunSpec, returncode: int) -> Curve:
+    try:
+        reward = read_run(spec.run_dir).reward
+    except InputError:  # the run logged no eval (it failed or was too short)
+        return Curve(spec, [], [], [], returncode)
+    return Curve(
+        spec,
+        reward.envstep.astype(int).tolist(),
+        reward.time_s.tolist(),
+        reward.value.tolist(),
+        returncode,
+    )
+
+
+def run_one(spec: RunSpec, overrides: list[str], threads: int, timeout_s: float) -> Curve:
+    """Train one run to its stop rule and read its eval curve."""
+    log_path = spec.run_dir.with_suffix(".log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as log:
+        try:
+            proc = subprocess.run(
+                _command(spec, overrides, threads),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                cwd=ROOT,
+            )
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = -1
+    return _read_curve(spec, code)
+
+
+def judge(curves: list[Curve], threshold: float) -> Row:
+    """Success rate and spread over the seeds of one (config, pipeline)."""
+    steps, walls, bests, finals, drops = [], [], [], [], []
+    for curve in curves:
+        if not curve.rewards:
+            continue
+        bests.append(max(curve.rewards))
+        finals.append(curve.rewards[-1])
+        first = next((i for i, r in enumerate(curve.rewards) if r >= threshold), None)
+        if first is None:
+            continue
+        steps.append(curve.envsteps[first])
+        walls.append(curve.wall_s[first])
+        drops.append(_largest_drop(curve.rewards[first:]))
+    spec = curves[0].spec
+    return Row(
+        config=spec.config,
+        pipeline=spec.pipeline,
+        threshold=threshold,
+        seeds=len(curves),
+        successes=len(steps),
+        envsteps_to_threshold=steps,
+        wall_s_to_threshold=walls,
+        best=bests,
+        final=finals,
+        largest_drop_after_success=drops,
+        failed_runs=sum(c.returncode != 0 for c in curves),
+    )
+
+
+def _largest_drop(rewards: list[float]) -> float:
+    """Largest fall of an eval below the best eval before it (0 for a curve that never falls)."""
+    peak, drop = rewards[0], 0.0
+    for reward in rewards:
+        peak = max(peak, reward)
+        drop = max(drop, peak - reward)
+    return drop
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    median = statistics.median(values)
+    return f"{median:,.0f} [{min(values):,.0f}–{max(values):,.0f}]"
+
+
+def format_table(rows: list[Row]) -> str:
+    """The rows as a Markdown table."""
+    head = (
+        "| config | pipeline | success | env steps to threshold | wall s to it | best | final "
+        "| largest drop after success |\n|---|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for row in rows:
+        name = Path(row.config).stem
+        lines.append(
+            f"| {name} (≥ {row.threshold:g}) | {row.pipeline} | {row.successes}/{row.seeds} "
+            f"| {_spread(row.envsteps_to_threshold)} | {_spread(row.wall_s_to_threshold)} "
+            f"| {_spread(row.best)} | {_spread(row.final)} "
+            f"| {_spread(row.largest_drop_after_success)} |"
+        )
+    return "\n".join(lines)
+
+
+def _threshold(config: str, overrides: list[str], given: float | None) -> float:
+    if given is not None:
+        return given
+    from zeropipe.config import load_config
+
+    return load_config(ROOT / config, overrides).env.stop_value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks learning", description=__doc__)
+    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--pipelines", nargs="+", choices=("sync", "async"), default=["sync"])
+    parser.add_argument("--threshold", type=float, help="success threshold (default: stop_value)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning")
+    parser.add_argument("--jobs", type=int, help="runs at once (default: what the cores allow)")
+    parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
+    args = _parser().parse_args(argv)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out / stamp
+    specs = [
+        RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")
+        for c in args.configs
+        for p in args.pipelines
+        for s in args.seeds
+    ]
+    cores = os.cpu_count() or 1
+    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
+    jobs = args.jobs or max(1, cores // per_run)
+    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
+    print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        curves = list(
+            pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs)
+        )
+    rows = []
+    for config in args.configs:
+        threshold = _threshold(config, args.overrides, args.threshold)
+        for pipeline in args.pipelines:
+            group = [c for c in curves if c.spec.config == config and c.spec.pipeline == pipeline]
+            rows.append(judge(group, threshold))
+    table = format_table(rows)
+    print(table)
+    (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    _plot(curves, out / "learning.png")
+    print(f"table: {out / 'learning.json'}\ncurves: {out / 'learning.png'}")
+
+
+def _plot(curves: list[Curve], path: Path) -> None:
+    """Eval curves, seeds of one (config, pipeline) as a mean with a min–max band."""
+    plot_runs([c.spec.run_dir for c in curves if c.rewards], path, axis="envstep")
+
+
+if __name__ == "__main__":
+    main()
