@@ -168,6 +168,8 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
 
 def _keep_previous(path: Path, prev: Path) -> None:
     """Hard-link `path` to `prev` (atomically replacing it), so both stay readable meanwhile."""
+    if prev.exists() and os.path.samefile(path, prev):
+        return  # already kept (a failed save left both names on one file; rename would no-op)
     tmp = prev.with_name(f".{prev.name}.tmp{os.getpid()}")
     try:
         with contextlib.suppress(FileNotFoundError):
