@@ -58,6 +58,7 @@ def shm_of(pid: int) -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith(f"zeropipe_{pid}_")}
 
 
+@pytest.mark.slow  # the fast path has tests/pipeline/test_run_dir.py for the same policy
 @pytest.mark.timeout(300)
 def test_the_same_command_twice_never_changes_the_first_run(tmp_path: Path):
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "48"))
