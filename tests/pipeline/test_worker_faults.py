@@ -109,7 +109,7 @@ async def test_a_restart_does_not_block_training(tmp_path, monkeypatch):
     monkeypatch.setattr(DriverEndpoint, "expect_hello", held_hello)
     run = tmp_path / "run"
     cfg = tiny_config(run, async_pipeline={"num_collector_actors": 2})
-    cfg.max_env_step = 400
+    cfg.max_env_step = 10**6
     driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
     try:
         await wait_for_event(run, lambda e: e["event"] == "train" and e["train_iter"] >= 4)
@@ -122,16 +122,19 @@ async def test_a_restart_does_not_block_training(tmp_path, monkeypatch):
             run, lambda e: e["event"] == "train" and e["train_iter"] >= restart["train_iter"] + 8
         )
         gate.set()
-        summary = await driver
+        await wait_for_event(  # then the replacement joins in
+            run,
+            lambda e: (
+                e["event"] == "collect"
+                and e["worker"] == "collector-0"
+                and e["time_s"] > restart["time_s"]
+            ),
+        )
     finally:
         gate.set()
-        if not driver.done():
-            driver.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await driver
-    assert summary.stop_reason == "max_env_step"
-    after = [e for e in events(run) if e["event"] == "collect" and e["time_s"] > restart["time_s"]]
-    assert "collector-0" in {e["worker"] for e in after}  # the replacement delivered
+        driver.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await driver
 
 
 def test_restarts_are_limited_per_time_window():
