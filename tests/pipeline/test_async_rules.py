@@ -51,7 +51,8 @@ async def test_publishes_follow_the_weight_sync_rule(
 
 async def test_the_budget_queue_never_exceeds_its_cap_once_trainable(tmp_path):
     ap = {"num_collector_actors": 2, "max_train_budget_queue_size": 1}
-    cfg = tiny_config(tmp_path / "run", async_pipeline=ap)
+    # Budgets much longer than a collect: the queue fills, and backpressure has to act.
+    cfg = tiny_config(tmp_path / "run", update_per_collect=40, async_pipeline=ap)
     cfg.max_env_step = 240
     await train_async(cfg, show_progress=False)
     log = events(tmp_path / "run")
