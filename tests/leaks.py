@@ -6,5 +6,38 @@ import os
 
 
 def shm_blocks() -> set[str]:
-    """Names of zeropipe shared-memory blocks currently in /dev/shm."""
-    return {name for name in os.listdir("/dev/shm") if name.startswith("zeropipe_")}
+    """Names of zeropipe shared-memory blocks currently in /dev/shm that this test could own.
+
+    A block's name encodes its creator's pid (`zeropipe_<pid>_...`). Blocks of a live process
+    that is neither this one nor one of its descendants belong to someone else (another test
+    session on a shared machine) and are not counted; blocks of a dead creator are.
+    """
+    return {
+        name
+        for name in os.listdir("/dev/shm")
+        if name.startswith("zeropipe_") and not _foreign(name)
+    }
+
+
+def _foreign(name: str) -> bool:
+    pid_text = name[len("zeropipe_") :].split("_", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid() or not os.path.exists(f"/proc/{pid}"):
+        return False
+    return not _descends_from_us(pid)
+
+
+def _descends_from_us(pid: int) -> bool:
+    me = os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # field 4: ppid (after the comm field)
+        if pid == me:
+            return True
+    return False

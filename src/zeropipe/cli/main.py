@@ -4,7 +4,9 @@ Runs in: driver. A thin layer: it parses arguments, loads and checks the config 
 written to the run directory), and calls the pipeline (`train`), prints the resolved config
 (`config`), scores a checkpoint (`eval`, cli/evaluation.py) or draws learning curves (`plot`,
 cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule), 2 for
-a bad configuration or input file, 130 after Ctrl-C, 1 for any other error.
+a bad configuration or input file (including an exp_name that already holds a run, without
+--resume), 130 after Ctrl-C, 1 for any other error (a worker failure, an unreadable checkpoint on
+--resume, a final checkpoint that could not be written).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--resume",
         action="store_true",
-        help="continue from <exp_name>/ckpt/ckpt_latest.pth.tar (learner, buffer, counters)",
+        help="continue the run in exp_name from ckpt/ckpt_latest.pth.tar (learner, buffer, "
+        "counters, RNG); without it, an exp_name that already holds a run is refused",
     )
     sub.add_parser("config", parents=[common], help="print the resolved config")
     _add_eval_parser(sub)
@@ -199,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
-    from zeropipe.pipeline.errors import WorkerFailed
+    from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
 
     try:
         if args.command == "config":
@@ -217,6 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except WorkerFailed as exc:
         print(f"zeropipe: worker failure: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except CheckpointError as exc:
+        print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -191,6 +191,18 @@ class AsyncPipelineConfig(_Strict):
     ray_local_mode: bool = Field(
         False, description="Reserved for the Ray backend: run Ray in local mode."
     )
+    max_restarts_per_window: int = Field(
+        3,
+        ge=0,
+        description="Restarts allowed per worker within restart_window_s; one more death inside "
+        "the window ends the run (a worker that keeps dying is a bug to report).",
+    )
+    restart_window_s: float = Field(
+        3600.0,
+        gt=0.0,
+        description="Sliding window (seconds) over which a worker's restarts are counted, so a "
+        "long run survives occasional unrelated crashes.",
+    )
 
     @property
     def resolved_max_collect_inflight(self) -> int:
@@ -345,6 +357,22 @@ class PolicyConfig(_Strict):
         return self
 
 
+class CheckpointConfig(_Strict):
+    """When the resumable `ckpt/ckpt_latest.pth.tar` is written (besides every stop)."""
+
+    latest_interval_s: float = Field(
+        300.0,
+        ge=0.0,
+        description="Write ckpt_latest at least every this many seconds of wall time, so a "
+        "killed run loses at most this much; 0 disables the time rule.",
+    )
+    latest_interval_train_iter: int = Field(
+        0,
+        ge=0,
+        description="Also write ckpt_latest every this many train iterations; 0 disables.",
+    )
+
+
 class ExperimentConfig(_Strict):
     """One experiment: where it writes, when it stops, what it plays and how it learns."""
 
@@ -358,6 +386,9 @@ class ExperimentConfig(_Strict):
     max_train_iter: int = Field(10_000_000, ge=1, description="Stop after this many learner steps.")
     env: EnvConfig = Field(description="Environment settings.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="Policy settings.")
+    checkpoint: CheckpointConfig = Field(
+        default_factory=CheckpointConfig, description="Resumable checkpoint schedule."
+    )
 
     @property
     def num_segments(self) -> int:

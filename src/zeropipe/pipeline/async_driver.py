@@ -8,8 +8,9 @@ steps; snapshots published by the weight-sync rule; backpressure on the budget q
 buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations.
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
-`asyncio.run`, never sets a loop policy, and on cancellation stops its workers, unlinks its
-shared memory and writes the final checkpoint before re-raising.
+`asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
+before waiting for the workers, so a second Ctrl-C during that wait cannot skip it), stops its
+workers and unlinks its shared memory before re-raising.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.run_state import RunState, RunSummary, latest_checkpoint
+from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
+from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.supervisor import WorkerPool
 from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import ParamLayout, SnapshotPublisher
@@ -50,20 +51,24 @@ async def train_async(
     Raises:
         ConfigError: async settings that cannot be honoured here (see check_async_options).
         WorkerFailed: a worker reported an error, or died more often than it may be restarted.
+        RunDirExists: a new run was pointed at an existing run's directory.
+        CheckpointError: the final checkpoint could not be written (raised after the `stop` line
+            and a full cleanup), or `resume` found no readable checkpoint.
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
     check_async_options(cfg)
-    if resume:
-        latest_checkpoint(cfg)  # fail before anything is written
+    check_run_dir(cfg, resume)  # fail before anything is written
+    loaded = load_latest(cfg.exp_name) if resume else None
     start = time.monotonic()
     ap = cfg.policy.async_pipeline
     torch.set_num_threads(learner_threads(cfg))
     comps = build_driver(cfg)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
-    run = RunDir(cfg)
+    run = RunDir(cfg, resume=resume)
     state = RunState(cfg, run, trainer)
-    if resume:
-        state.restore_latest()
+    if loaded is not None:
+        state.restore_latest(loaded)
+        del loaded  # the buffer copy in the payload is not needed any more
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
     layout = ParamLayout.from_state_dict(comps.learner.network.state_dict())
     publisher = SnapshotPublisher(layout)
@@ -85,14 +90,18 @@ async def train_async(
         state.stop_reason = state.stop_reason or "cancelled"
         raise
     finally:
-        await _shutdown(pool, publisher, ap.shutdown_timeout_s)
-        state.save_latest()
-        summary = state.summary(time.monotonic() - start)
-        run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
-        run.close()
-        if progress is not None:
-            progress.update(state.envstep, state.train_iter, force=True)
-            progress.close()
+        ckpt_error = state.final_checkpoint()  # before the wait: a 2nd Ctrl-C cannot skip it
+        try:
+            await _shutdown(pool, publisher, ap.shutdown_timeout_s)
+        finally:
+            summary = state.summary(time.monotonic() - start)
+            run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
+            run.close()
+            if progress is not None:
+                progress.update(state.envstep, state.train_iter, force=True)
+                progress.close()
+    if ckpt_error is not None:
+        raise ckpt_error
     return summary
 
 

@@ -1,6 +1,13 @@
 """The async driver's loop: message handling, launches, chunked training, stop rules.
 
 Runs in: driver (event-loop thread only; the buffer and learner are touched nowhere else).
+
+Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
+snapshot lease is released, an eval it was running is forgotten and the eval gate re-opens — and
+is replaced without blocking the loop (the learner keeps training while the replacement starts).
+Restarts are limited per worker within `restart_window_s`. The final eval of the last weights
+always happens when an evaluator exists: the run ends only once an eval of version ==
+`train_iter` was recorded.
 """
 
 from __future__ import annotations
@@ -9,13 +16,16 @@ import asyncio
 import itertools
 import logging
 import time
+from dataclasses import dataclass
+
+import torch
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.errors import WorkerFailed
+from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState, clone_state
 from zeropipe.pipeline.schedule import should_eval, should_publish
-from zeropipe.pipeline.supervisor import WorkerHandle, WorkerPool
+from zeropipe.pipeline.supervisor import RestartWindow, WorkerHandle, WorkerPool
 from zeropipe.pipeline.sync import collect_kwargs
 from zeropipe.transport import (
     Bye,
@@ -34,7 +44,13 @@ from zeropipe.workers.wire import segments_from_wire
 
 log = logging.getLogger("zeropipe.driver")
 
-MAX_RESTARTS = 3  # per worker; a worker that keeps dying is a bug to report, not to hide
+
+@dataclass(frozen=True)
+class PendingEval:
+    """An eval in flight: the exact weights it scores and the gate state before its launch."""
+
+    snapshot: dict[str, torch.Tensor]
+    previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
 
 
 class AsyncRun:
@@ -59,7 +75,12 @@ class AsyncRun:
         self.progress = progress
         self.request_ids = itertools.count()
         self.last_published: int | None = None
-        self.pending_evals: dict[int, dict] = {}  # request_id -> evaluated weights (CPU copy)
+        self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
+        self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
+        self.restart_windows = {
+            w.name: RestartWindow(self.ap.max_restarts_per_window, self.ap.restart_window_s)
+            for w in pool.workers
+        }
         self.publish_s = 0.0
         if self.ap.eval_at_start:
             state.last_eval_iter = -cfg.policy.eval_freq
@@ -73,6 +94,7 @@ class AsyncRun:
             await self._maybe_launch_collects()
             trained = await self._train_chunk()
             self.state.check_limits()
+            self.state.maybe_checkpoint()
             if self._drained() and await self._final_eval_done():
                 return
             if self.progress is not None:
@@ -102,8 +124,8 @@ class AsyncRun:
             return True
         if self.pending_evals:
             return False  # wait for evaluations in flight
-        if state.last_eval_iter == state.train_iter and state.last_reward is not None:
-            return True
+        if state.last_eval_version == state.train_iter:
+            return True  # the last weights were scored (a lost eval does not count)
         await self._maybe_launch_eval(final=True)
         return False
 
@@ -147,15 +169,20 @@ class AsyncRun:
             except asyncio.QueueEmpty:
                 return
 
-    async def _dispatch(self, handle: WorkerHandle, msg: Message | TransportError) -> None:
+    async def _dispatch(
+        self, handle: WorkerHandle, generation: int, msg: Message | Exception
+    ) -> None:
+        if generation != handle.generation:
+            log.debug("dropping %s from a replaced %s", type(msg).__name__, handle.name)
+            return  # left behind by a process that was already replaced
         if isinstance(msg, CollectResult):
             self._on_collect(handle, msg)
         elif isinstance(msg, EvalResult):
             self._on_eval(handle, msg)
         elif isinstance(msg, WorkerError):
             raise WorkerFailed(f"{handle.name} failed: {msg.message}\n{msg.traceback}")
-        elif isinstance(msg, TransportError):
-            await self._on_worker_gone(handle, msg)
+        elif isinstance(msg, TransportError | WorkerStartFailed):
+            self._on_worker_gone(handle, msg)
         elif not isinstance(msg, Bye):
             raise WorkerFailed(f"{handle.name} sent an unexpected {type(msg).__name__}")
 
@@ -167,6 +194,7 @@ class AsyncRun:
 
     def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
         self._finish_request(handle, msg.request_id)
+        launch_iter = self.collect_launch_iter.pop(msg.request_id)
         handle.busy_s += msg.busy_s
         state = self.state
         segments = segments_from_wire(
@@ -181,11 +209,12 @@ class AsyncRun:
             list(msg.episode_returns),
             worker=handle.name,
             worker_busy_fraction=handle.busy_s / wall_s,
+            launch_train_iter=launch_iter,
         )
 
     def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
         self._finish_request(handle, msg.request_id)
-        snapshot = self.pending_evals.pop(msg.request_id)
+        snapshot = self.pending_evals.pop(msg.request_id).snapshot
         outcome = EvalOutcome(
             reward_mean=msg.reward_mean,
             episode_returns=list(msg.episode_returns),
@@ -199,18 +228,36 @@ class AsyncRun:
             self.progress.eval_done(msg.reward_mean)
         log.info("eval of version %d: reward_mean %.2f", msg.policy_version, msg.reward_mean)
 
-    async def _on_worker_gone(self, handle: WorkerHandle, exc: TransportError) -> None:
+    def _on_worker_gone(self, handle: WorkerHandle, exc: Exception) -> None:
+        """Forget the worker's request, then start a replacement (without waiting for it).
+
+        Raises:
+            WorkerFailed: the worker used up its restarts within `restart_window_s`.
+        """
         if handle.request is not None:
             request_id, ref = handle.request
             self.publisher.release(ref)
-            self.pending_evals.pop(request_id, None)
+            self.collect_launch_iter.pop(request_id, None)
+            lost = self.pending_evals.pop(request_id, None)
+            if lost is not None:
+                self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
             handle.request = None
-        if handle.restarts >= MAX_RESTARTS:
-            raise WorkerFailed(f"{handle.name} died {handle.restarts + 1} times; last: {exc}")
+        window = self.restart_windows[handle.name]
+        if not window.allow():
+            raise WorkerFailed(
+                f"{handle.name} died {window.max_restarts + 1} times within "
+                f"{window.window_s:.0f}s (policy.async_pipeline.restart_window_s); last: {exc}"
+            )
         log.error("%s died (%s); restarting it", handle.name, exc)
-        await self.pool.restart(handle)
+        self.pool.restart(handle)
         self.state.run.metrics.log(
-            "restart", self.state.envstep, self.state.train_iter, worker=handle.name
+            "restart",
+            self.state.envstep,
+            self.state.train_iter,
+            worker=handle.name,
+            generation=handle.generation,
+            seed=handle.seed,
+            error=str(exc),
         )
 
     # ------------------------------------------------------------- launches
@@ -221,22 +268,32 @@ class AsyncRun:
         state = self.state
         if state.stop_reason or state.envstep >= self.cfg.max_env_step:
             return
-        queue_full = len(self.trainer.budgets) >= self.ap.resolved_max_train_budget_queue_size
-        if queue_full and self.trainer.trainable(state.envstep):
-            return  # backpressure, only once training can consume the budgets
+        cap = self.ap.resolved_max_train_budget_queue_size
         for handle in self.pool.of_role("collector"):
-            if self._inflight("collector") >= self.ap.resolved_max_collect_inflight:
+            inflight = self._inflight("collector")
+            if inflight >= self.ap.resolved_max_collect_inflight:
+                return
+            # Backpressure, only once training can consume the budgets. A collect in flight
+            # will bring one more budget, so it counts: the queue then never exceeds its cap.
+            if len(self.trainer.budgets) + inflight >= cap and self.trainer.trainable(
+                state.envstep
+            ):
                 return
             if handle.idle:
                 ref = self._snapshot_for_collect()
                 kwargs = collect_kwargs(self.cfg, state.train_iter, state.envstep)
-                await self._send(
+                rid = await self._send(
                     handle,
                     ref,
                     lambda rid, ref=ref, kw=kwargs: CollectRequest(
                         rid, ref, state.train_iter, state.envstep, kw["temperature"], kw["epsilon"]
                     ),
+                    on_register=lambda rid: self.collect_launch_iter.__setitem__(
+                        rid, state.train_iter
+                    ),
                 )
+                if rid is None:
+                    return  # the worker is gone; the next turn tries again
 
     async def _maybe_launch_eval(self, final: bool = False) -> None:
         """Launch an eval when the gate says so (or, `final`, of the last weights)."""
@@ -251,21 +308,31 @@ class AsyncRun:
         idle = [w for w in self.pool.of_role("evaluator") if w.idle]
         if not idle:
             return
+        pending = PendingEval(clone_state(self.trainer.learner.network), state.last_eval_iter)
         state.last_eval_iter = state.train_iter
-        ref = self._publish(force=True)
-        rid = await self._send(
-            idle[0], ref, lambda rid: EvalRequest(rid, ref, state.train_iter, state.envstep)
+        ref = self._publish(force=True, reason="eval")
+        await self._send(
+            idle[0],
+            ref,
+            lambda rid: EvalRequest(rid, ref, state.train_iter, state.envstep),
+            on_register=lambda rid: self.pending_evals.__setitem__(rid, pending),
         )
-        self.pending_evals[rid] = clone_state(self.trainer.learner.network)
 
-    async def _send(self, handle: WorkerHandle, ref: SnapshotRef, make) -> int:
+    async def _send(self, handle: WorkerHandle, ref: SnapshotRef, make, on_register) -> int | None:
+        """Send a request; all its state is registered first so a failure can undo all of it.
+
+        Returns:
+            The request id, or None when the send failed (the worker is being replaced).
+        """
         request_id = next(self.request_ids)
         self.publisher.acquire(ref)
         handle.request = (request_id, ref)
+        on_register(request_id)
         try:
             await handle.endpoint.send(make(request_id))
         except TransportError as exc:
-            await self._on_worker_gone(handle, exc)
+            self._on_worker_gone(handle, exc)
+            return None
         return request_id
 
     # ------------------------------------------------------------- snapshots
@@ -274,9 +341,9 @@ class AsyncRun:
         due = should_publish(
             self.state.train_iter, self.last_published, ap.weight_sync_interval, ap.max_policy_lag
         )
-        return self._publish(force=due)
+        return self._publish(force=due, reason="collect")
 
-    def _publish(self, force: bool) -> SnapshotRef:
+    def _publish(self, force: bool, reason: str) -> SnapshotRef:
         version = self.state.train_iter
         latest = self.publisher.latest
         if latest is not None and (latest.version == version or not force):
@@ -287,7 +354,12 @@ class AsyncRun:
         self.publish_s += elapsed
         self.last_published = version
         self.state.run.metrics.log(
-            "publish", self.state.envstep, version, policy_version=version, publish_s=elapsed
+            "publish",
+            self.state.envstep,
+            version,
+            policy_version=version,
+            publish_s=elapsed,
+            reason=reason,
         )
         return ref
 

@@ -2,23 +2,37 @@
 
 Runs in: driver. Layout (DESIGN §7): `<exp_name>/config.yaml`, `log/metrics.jsonl`, TensorBoard
 event files in `log/`, `ckpt/` with `ckpt_best.pth.tar`, periodic `iteration_<N>.pth.tar` and the
-resumable `ckpt_latest.pth.tar`. Every checkpoint is written atomically (temp file + rename), so a
-crash never leaves a truncated checkpoint behind.
+resumable `ckpt_latest.pth.tar` (plus `ckpt_latest.prev.pth.tar`, the one before it).
+
+Run-directory policy: a new run **refuses** an `exp_name` that already holds files, with a
+message naming `--resume` (continue that run) and `--set exp_name=...` (start another). It never
+picks a suffixed name on its own: the directory a user asked for is the one that holds the run,
+and running the same command twice never changes the first run's files. `--resume` reopens the
+directory and appends to its metrics.
+
+Every checkpoint write is atomic and durable: a temp file in the same directory, fsync, rename
+over the target, fsync of the directory. A failed write removes its temp file and raises
+`CheckpointError`; the previous file is untouched. Before `ckpt_latest` is replaced, the previous
+one is hard-linked to `ckpt_latest.prev.pth.tar`, so a resume still has a good checkpoint if the
+newest one turns out to be unreadable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
-from zeropipe.config import ExperimentConfig, dump_config
+from zeropipe.config import ConfigError, ExperimentConfig, dump_config
+from zeropipe.pipeline.errors import CheckpointError, RunDirExists
 
 log = logging.getLogger("zeropipe.run")
 
@@ -66,28 +80,63 @@ class MetricsLog:
             self._file.close()
 
 
+LATEST = "ckpt_latest.pth.tar"
+LATEST_PREV = "ckpt_latest.prev.pth.tar"
+LATEST_KEYS = ("learner", "buffer", "envstep", "last_eval_iter", "best_reward")
+
+
+def check_run_dir(cfg: ExperimentConfig, resume: bool) -> None:
+    """Apply the run-directory policy before anything is written.
+
+    Raises:
+        RunDirExists: a new run (not `resume`) was pointed at a non-empty directory.
+    """
+    root = Path(cfg.exp_name)
+    if resume or not root.exists():
+        return
+    if not root.is_dir():
+        raise RunDirExists(f"exp_name {cfg.exp_name!r} is a file, not a run directory")
+    entries = sorted(p.name for p in root.iterdir())
+    if entries:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise RunDirExists(
+            f"exp_name {cfg.exp_name!r} already holds a run ({shown}); a new run never "
+            "overwrites one: pass --resume to continue it, or choose another directory with "
+            "--set exp_name=DIR"
+        )
+
+
 class RunDir:
-    """Creates the run directory and writes its files.
+    """Creates (or, resuming, reopens) the run directory and writes its files.
 
     Args:
         cfg: the resolved experiment config (written to config.yaml).
+        resume: reopen an existing run instead of refusing it (see the module docstring).
+
+    Raises:
+        RunDirExists: a new run was pointed at a directory that already holds files.
     """
 
-    def __init__(self, cfg: ExperimentConfig) -> None:
+    def __init__(self, cfg: ExperimentConfig, resume: bool = False) -> None:
+        check_run_dir(cfg, resume)
         self.root = Path(cfg.exp_name)
         self.log_dir = self.root / "log"
         self.ckpt_dir = self.root / "ckpt"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(self.root / "config.yaml", dump_config(cfg))
+        write_durably(self.root / "config.yaml", lambda f: f.write(dump_config(cfg).encode()))
         self.metrics = MetricsLog(self.log_dir)
 
     def save(self, name: str, payload: dict[str, Any]) -> Path:
-        """Atomically save `payload` as ckpt/<name>."""
+        """Atomically and durably save `payload` as ckpt/<name>.
+
+        Raises:
+            CheckpointError: the write failed (disk full, I/O error); nothing was replaced.
+        """
         path = self.ckpt_dir / name
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
+        if name == LATEST and path.exists():
+            _keep_previous(path, self.ckpt_dir / LATEST_PREV)
+        write_durably(path, lambda f: torch.save(payload, f))
         return path
 
     def close(self) -> None:
@@ -95,10 +144,83 @@ class RunDir:
         self.metrics.close()
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """Write `path` via a temp file in its directory: fsync, rename, fsync the directory.
+
+    Raises:
+        CheckpointError: any failure; the temp file is removed and `path` is left as it was.
+    """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError | RuntimeError):
+            raise CheckpointError(f"could not write {path}: {exc}") from exc
+        raise
+
+
+def _keep_previous(path: Path, prev: Path) -> None:
+    """Hard-link `path` to `prev` (atomically replacing it), so both stay readable meanwhile."""
+    if prev.exists() and os.path.samefile(path, prev):
+        return  # already kept (a failed save left both names on one file; rename would no-op)
+    tmp = prev.with_name(f".{prev.name}.tmp{os.getpid()}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        os.link(path, tmp)
+        os.replace(tmp, prev)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"could not keep {path} as {prev}: {exc}") from exc
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_latest(exp_name: str) -> tuple[Path, dict[str, Any]]:
+    """Read the resumable checkpoint of `exp_name`, falling back to the previous one.
+
+    Returns:
+        The file that was read and its payload.
+
+    Raises:
+        ConfigError: there is no checkpoint at all (nothing to resume).
+        CheckpointError: every checkpoint present is corrupt or truncated (each one named).
+    """
+    ckpt_dir = Path(exp_name) / "ckpt"
+    candidates = [p for p in (ckpt_dir / LATEST, ckpt_dir / LATEST_PREV) if p.is_file()]
+    if not candidates:
+        raise ConfigError(f"--resume: no checkpoint at {ckpt_dir / LATEST} (exp_name {exp_name!r})")
+    problems = []
+    for path in candidates:
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=False)
+            missing = [k for k in LATEST_KEYS if k not in payload]
+            if missing:
+                raise ValueError(f"not a resumable checkpoint (missing {missing})")
+        except Exception as exc:
+            problems.append(f"{path}: {type(exc).__name__}: {exc}")
+            log.error("checkpoint %s is unreadable (%s: %s)", path, type(exc).__name__, exc)
+            continue
+        if problems:
+            log.warning("resuming from the previous checkpoint %s instead", path)
+        return path, payload
+    raise CheckpointError(
+        "--resume: no readable checkpoint (corrupt or truncated): " + "; ".join(problems)
+    )
 
 
 def _is_number(value: Any) -> bool:

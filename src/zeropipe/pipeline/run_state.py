@@ -2,11 +2,18 @@
 
 Runs in: driver. A new best eval saves *the exact evaluated weights* (a snapshot taken when the
 eval was launched), not whatever the learner holds when the result arrives.
+
+Checkpoint failures: a failed best, periodic or `ckpt_latest` save during the run is logged once
+per streak (a warning and a `checkpoint_error` metrics line) and retried later — the best at the
+next checkpoint tick, `ckpt_latest` at its next interval — without stopping training. Only the
+final save at the stop is fatal (`final_checkpoint` hands the error back to the driver, which
+logs its `stop` line, cleans up and then raises it).
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from zeropipe.config import ConfigError, ExperimentConfig
-from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.evaluator import EvalResult
@@ -50,6 +58,10 @@ class RunState:
         self.stop_reason: str | None = None
         self.collects = 0
         self.start_envstep = self.start_train_iter = 0  # counters when this process started
+        self.last_eval_version: int | None = None  # policy_version of the last recorded eval
+        self._latest_at = (time.monotonic(), 0)  # (when, train_iter) of the last latest attempt
+        self._pending_best: dict[str, Any] | None = None  # a best whose save failed, to retry
+        self._failing: set[str] = set()  # checkpoint kinds in a failure streak (logged once)
 
     @property
     def train_iter(self) -> int:
@@ -105,6 +117,7 @@ class RunState:
     def record_eval(self, result: EvalResult, model_state: dict[str, torch.Tensor]) -> bool:
         """Log an eval; save a new best as that exact snapshot; stop at the stop value."""
         self.last_reward = result.reward_mean
+        self.last_eval_version = result.policy_version
         self.run.metrics.log(
             "eval",
             self.envstep,
@@ -118,59 +131,132 @@ class RunState:
         improved = self.best_reward is None or result.reward_mean > self.best_reward
         if improved:
             self.best_reward = result.reward_mean
-            self.run.save(
-                "ckpt_best.pth.tar",
-                {
-                    "model": model_state,
-                    "policy_version": result.policy_version,
-                    "reward_mean": result.reward_mean,
-                    "envstep": self.envstep,
-                },
-            )
+            self._pending_best = {
+                "model": model_state,
+                "policy_version": result.policy_version,
+                "reward_mean": result.reward_mean,
+                "envstep": self.envstep,
+            }
+            self._save_best()
         if result.stop and not self.stop_reason:
             self.stop_reason = "stop_value"
         return improved
 
+    def _save_best(self) -> None:
+        if self._pending_best is not None and self._try_save(
+            "best", "ckpt_best.pth.tar", self._pending_best
+        ):
+            self._pending_best = None
+
     def save_periodic(self) -> None:
-        """Periodic weights-only checkpoint every `save_ckpt_freq` train iterations."""
+        """Periodic weights-only checkpoint every `save_ckpt_freq` train iterations.
+
+        A failed one is logged and skipped: the next one comes `save_ckpt_freq` iterations later.
+        """
         it = self.train_iter
         if it > 0 and it % self.cfg.policy.save_ckpt_freq == 0:
-            self.run.save(
-                f"iteration_{it}.pth.tar",
-                {"model": self.trainer.learner.network.state_dict(), "train_iter": it},
+            payload = {"model": self.trainer.learner.network.state_dict(), "train_iter": it}
+            self._try_save("periodic", f"iteration_{it}.pth.tar", payload)
+
+    def maybe_checkpoint(self) -> None:
+        """Retry a failed best save; write `ckpt_latest` when its interval is due.
+
+        Cheap when nothing is due; both drivers call it once per loop turn.
+        """
+        self._save_best()
+        ck = self.cfg.checkpoint
+        when, at_iter = self._latest_at
+        due_s = ck.latest_interval_s > 0 and time.monotonic() - when >= ck.latest_interval_s
+        due_iter = (
+            ck.latest_interval_train_iter > 0
+            and self.train_iter - at_iter >= ck.latest_interval_train_iter
+        )
+        if due_s or due_iter:
+            self._try_save("latest", LATEST, self.latest_payload(), reason="periodic")
+
+    def final_checkpoint(self) -> CheckpointError | None:
+        """Write `ckpt_latest` (and a pending best) at the stop; the error if it failed.
+
+        The error is logged here; the driver raises it once its cleanup is done.
+        """
+        self._save_best()
+        try:
+            path = self.run.save(LATEST, self.latest_payload())
+        except CheckpointError as exc:
+            log.error("final checkpoint failed: %s", exc)
+            self.run.metrics.log(
+                "checkpoint_error", self.envstep, self.train_iter, kind="final", error=str(exc)
+            )
+            return exc
+        self._saved("latest", path, reason="stop")
+        return None
+
+    def _try_save(self, kind: str, name: str, payload: dict[str, Any], reason: str = "") -> bool:
+        """Save ckpt/<name>; a failure is logged once per streak of `kind` and swallowed."""
+        if kind == "latest":
+            self._latest_at = (time.monotonic(), self.train_iter)  # a failure retries next time
+        try:
+            path = self.run.save(name, payload)
+        except CheckpointError as exc:
+            if kind not in self._failing:
+                self._failing.add(kind)
+                log.warning("%s checkpoint failed (training goes on; retried later): %s", kind, exc)
+                self.run.metrics.log(
+                    "checkpoint_error", self.envstep, self.train_iter, kind=kind, error=str(exc)
+                )
+            return False
+        self._saved(kind, path, reason)
+        return True
+
+    def _saved(self, kind: str, path: Path, reason: str) -> None:
+        if kind in self._failing:
+            self._failing.discard(kind)
+            log.info("%s checkpoint written again (%s)", kind, path.name)
+        if kind == "latest":
+            self.run.metrics.log(
+                "checkpoint", self.envstep, self.train_iter, name=path.name, reason=reason
             )
 
-    def save_latest(self, extra: dict[str, Any] | None = None) -> None:
-        """The resumable checkpoint: learner, buffer, counters (user_lessons: resume)."""
-        payload = {
+    def latest_payload(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The resumable state: learner, buffer, counters, RNG states (user_lessons: resume)."""
+        return {
             "learner": self.trainer.learner.state_dict(),
             "buffer": self.trainer.buffer.state_dict(),
             "envstep": self.envstep,
             "last_eval_iter": self.last_eval_iter,
+            "last_eval_version": self.last_eval_version,
             "best_reward": self.best_reward,
             "completed_budgets": self.trainer.completed_budgets,
             "torch_rng": torch.get_rng_state(),
+            "numpy_rng": np.random.get_state(),
+            "python_rng": random.getstate(),
             **(extra or {}),
         }
-        self.run.save("ckpt_latest.pth.tar", payload)
 
-    def restore_latest(self) -> None:
-        """Continue from `ckpt/ckpt_latest.pth.tar`: learner, buffer, counters, RNG.
+    def restore_latest(self, loaded: tuple[Path, dict[str, Any]]) -> None:
+        """Continue from a checkpoint read by `run_dir.load_latest` (before anything was written).
 
         The envs start new episodes (env state is not checkpointed); everything that decides
         learning — weights, optimizer moments, target network, replay contents, train_iter and the
-        schedules derived from it — continues where it stopped.
+        schedules derived from it, RNG states — continues where it stopped.
+
+        Args:
+            loaded: (the file read, its payload).
         """
-        path = latest_checkpoint(self.cfg)
-        payload = torch.load(path, map_location="cpu", weights_only=False)
+        path, payload = loaded
         self.trainer.learner.load_state_dict(payload["learner"])
         self.trainer.buffer.load_state_dict(payload["buffer"])
         self.envstep = int(payload["envstep"])
         self.last_eval_iter = int(payload["last_eval_iter"])
+        self.last_eval_version = payload.get("last_eval_version")
         self.best_reward = payload["best_reward"]
         self.trainer.completed_budgets = int(payload["completed_budgets"])
         torch.set_rng_state(payload["torch_rng"])
+        if "numpy_rng" in payload:
+            np.random.set_state(payload["numpy_rng"])
+            random.setstate(payload["python_rng"])
         self.start_envstep, self.start_train_iter = self.envstep, self.train_iter
+        self._latest_at = (time.monotonic(), self.train_iter)
         self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
         log.info(
             "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter
@@ -186,18 +272,6 @@ class RunState:
             last_reward=self.last_reward,
             wall_s=wall_s,
         )
-
-
-def latest_checkpoint(cfg: ExperimentConfig) -> Path:
-    """The resumable checkpoint of `cfg.exp_name`.
-
-    Raises:
-        ConfigError: there is none (checked before anything is written).
-    """
-    path = Path(cfg.exp_name) / "ckpt" / "ckpt_latest.pth.tar"
-    if not path.is_file():
-        raise ConfigError(f"--resume: no checkpoint at {path} (exp_name {cfg.exp_name!r})")
-    return path
 
 
 def clone_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -2,10 +2,16 @@
 
 Runs in: driver (on the event-loop thread). Each worker is a `spawn`ed process with one duplex
 pipe. A reader task per worker forwards its messages (or the error that ended its pipe) to one
-inbox queue, so the driver waits on a single queue. Process exit is observed through the
+inbox queue as `(handle, generation, message)`, so the driver waits on a single queue and can
+drop what a dead generation of a worker left behind. Process exit is observed through the
 process sentinel fd (`loop.add_reader`), never by polling with sleeps. Shutdown asks every worker to
 exit, waits up to `shutdown_timeout_s`, then kills what is left; `kill_all()` is the synchronous
 last resort used on any exit path.
+
+Restarts never block the driver: `restart()` spawns the replacement and returns; its handshake
+runs in a named task, and the worker becomes `idle` (usable) only once it is done. A replacement
+that fails its handshake reports `WorkerStartFailed` through the inbox, which the driver counts as
+one more death. Every spawn gets its own seed from (run seed, role, worker, generation).
 """
 
 from __future__ import annotations
@@ -14,10 +20,15 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing as mp
+import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from zeropipe.pipeline.errors import WorkerFailed
+import numpy as np
+
+from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import (
     DriverEndpoint,
     Message,
@@ -38,6 +49,49 @@ log = logging.getLogger("zeropipe.supervisor")
 
 Role = Literal["collector", "evaluator"]
 HELLO_TIMEOUT_S = 120.0  # a worker imports torch and builds its envs before saying hello
+_ROLE_KEYS = {"collector": 0, "evaluator": 1}
+
+
+def spawn_seed(run_seed: int, role: Role, worker_id: int, generation: int) -> int:
+    """The `seed` a worker's config carries for one spawn.
+
+    Generation 0 (the first spawn) keeps the run seed, so the first collectors and evaluators
+    are seeded exactly as in the sync pipeline (build.py adds the per-actor offsets). Every
+    replacement gets a fresh seed derived from (run seed, role, worker, generation), so a
+    restarted worker never replays its predecessor's episodes.
+    """
+    if generation == 0:
+        return run_seed
+    seq = np.random.SeedSequence(run_seed, spawn_key=(_ROLE_KEYS[role], worker_id, generation))
+    return int(seq.generate_state(1, np.uint32)[0]) // 2  # leaves room for build's offsets
+
+
+class RestartWindow:
+    """Restarts allowed per worker within a sliding time window.
+
+    Args:
+        max_restarts: restarts allowed within `window_s`.
+        window_s: window length in seconds.
+        clock: monotonic clock (tests pass their own).
+    """
+
+    def __init__(
+        self, max_restarts: int, window_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.max_restarts = max_restarts
+        self.window_s = window_s
+        self.clock = clock
+        self.times: deque[float] = deque()
+
+    def allow(self) -> bool:
+        """Record a restart now and return True, unless the window already holds the maximum."""
+        now = self.clock()
+        while self.times and now - self.times[0] >= self.window_s:
+            self.times.popleft()
+        if len(self.times) >= self.max_restarts:
+            return False
+        self.times.append(now)
+        return True
 
 
 @dataclass
@@ -49,7 +103,11 @@ class WorkerHandle:
     process: Any = None  # multiprocessing.Process
     endpoint: DriverEndpoint | None = None
     reader: asyncio.Task | None = None
+    starting: asyncio.Task | None = None  # the handshake of a replacement, while it runs
+    ready: bool = False  # handshake done: the worker accepts requests
     request: tuple[int, SnapshotRef] | None = None  # (request_id, leased snapshot) in flight
+    generation: int = 0  # spawns so far minus one; inbox items carry it
+    seed: int = 0  # the config seed of the current spawn
     restarts: int = 0
     busy_s: float = 0.0
     started_at: float = field(default=0.0)
@@ -61,8 +119,8 @@ class WorkerHandle:
 
     @property
     def idle(self) -> bool:
-        """Alive, connected and without a request in flight."""
-        return self.endpoint is not None and self.request is None
+        """Alive, handshake done and without a request in flight."""
+        return self.endpoint is not None and self.ready and self.request is None
 
 
 class WorkerPool:
@@ -104,19 +162,38 @@ class WorkerPool:
             self._spawn(handle)
         await asyncio.gather(*(self._handshake(h) for h in self.workers))
 
-    async def restart(self, handle: WorkerHandle) -> None:
-        """Replace a dead worker with a fresh process."""
+    def restart(self, handle: WorkerHandle) -> None:
+        """Replace a dead worker with a fresh process; returns before its handshake is done.
+
+        The handle is not `idle` until the replacement said hello; a failed handshake arrives in
+        the inbox as `WorkerStartFailed`.
+        """
         self._reap(handle)
         handle.restarts += 1
+        handle.generation += 1
         self._spawn(handle)
-        await self._handshake(handle)
+        handle.starting = asyncio.create_task(
+            self._start_replacement(handle, handle.generation), name=f"{handle.name}-restart"
+        )
+
+    async def _start_replacement(self, handle: WorkerHandle, generation: int) -> None:
+        try:
+            await self._handshake(handle)
+        except WorkerFailed as exc:
+            await self.inbox.put((handle, generation, WorkerStartFailed(str(exc))))
+        finally:
+            if handle.starting is asyncio.current_task():
+                handle.starting = None
 
     def _spawn(self, handle: WorkerHandle) -> None:
         parent, child = self.ctx.Pipe(duplex=True)
+        handle.seed = spawn_seed(
+            int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
+        )
         spec = WorkerSpec(
             role=handle.role,
             worker_id=handle.worker_id,
-            config=self.config,
+            config={**self.config, "seed": handle.seed},
             num_threads=self.threads[handle.role],
         )
         handle.process = self.ctx.Process(
@@ -138,9 +215,12 @@ class WorkerPool:
             await handle.endpoint.send(SnapshotLayout(layout=self.layout))
         except (TransportError, TimeoutError) as exc:
             raise WorkerFailed(f"{handle.name} did not start: {exc}") from exc
-        handle.reader = asyncio.create_task(self._read_loop(handle), name=f"{handle.name}-reader")
+        handle.ready = True
+        handle.reader = asyncio.create_task(
+            self._read_loop(handle, handle.generation), name=f"{handle.name}-reader"
+        )
 
-    async def _read_loop(self, handle: WorkerHandle) -> None:
+    async def _read_loop(self, handle: WorkerHandle, generation: int) -> None:
         endpoint = handle.endpoint
         assert endpoint is not None
         while True:
@@ -148,12 +228,18 @@ class WorkerPool:
                 msg: Message | TransportError = await endpoint.recv()
             except TransportError as exc:
                 msg = exc
-            await self.inbox.put((handle, msg))
+            await self.inbox.put((handle, generation, msg))
             if isinstance(msg, TransportError) and not _recoverable(msg):
                 return
 
     async def shutdown(self, timeout_s: float) -> None:
-        """Ask every worker to exit, wait up to `timeout_s`, then kill the rest."""
+        """Ask every worker to exit, wait up to `timeout_s`, then kill the rest.
+
+        A replacement still in its handshake is killed at once: it holds no work.
+        """
+        for handle in self.workers:
+            if not handle.ready:
+                self._reap(handle)
         for handle in self.workers:
             if handle.endpoint is not None:
                 with contextlib.suppress(TransportError, TimeoutError):
@@ -176,6 +262,10 @@ class WorkerPool:
             self._reap(handle)
 
     def _reap(self, handle: WorkerHandle) -> None:
+        handle.ready = False
+        if handle.starting is not None:
+            handle.starting.cancel()
+            handle.starting = None
         if handle.reader is not None:
             handle.reader.cancel()
             handle.reader = None

@@ -15,8 +15,8 @@ from zeropipe.algos.acting import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state, latest_checkpoint
+from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
+from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
 from zeropipe.pipeline.schedule import should_eval
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.collector import Collector
@@ -51,9 +51,14 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
 
     Returns:
         How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
+
+    Raises:
+        RunDirExists: a new run was pointed at an existing run's directory.
+        CheckpointError: the final checkpoint could not be written (after the `stop` line is
+            logged and everything is closed), or `resume` found no readable checkpoint.
     """
-    if resume:
-        latest_checkpoint(cfg)  # fail before anything is written
+    check_run_dir(cfg, resume)  # fail before anything is written
+    loaded = load_latest(cfg.exp_name) if resume else None
     start = time.monotonic()
     if cfg.policy.learner_num_threads is not None:
         torch.set_num_threads(cfg.policy.learner_num_threads)
@@ -61,16 +66,17 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     collector = build_collector(cfg)
     evaluator = build_evaluator(cfg)
-    run = RunDir(cfg)
+    run = RunDir(cfg, resume=resume)
     state = RunState(cfg, run, trainer)
-    if resume:
-        state.restore_latest()
+    if loaded is not None:
+        state.restore_latest(loaded)
+        del loaded  # the buffer copy in the payload is not needed any more
     progress = ProgressLine(cfg.max_env_step)
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)
     finally:
-        state.save_latest()
+        ckpt_error = state.final_checkpoint()
         progress.update(state.envstep, state.train_iter, force=True)
         progress.close()
         summary = state.summary(time.monotonic() - start)
@@ -78,6 +84,8 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
         run.close()
         collector.close()
         evaluator.close()
+    if ckpt_error is not None:
+        raise ckpt_error
     return summary
 
 
@@ -100,6 +108,7 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
         )
         _train_budgets(state, progress)
         state.check_limits()
+        state.maybe_checkpoint()
         progress.update(state.envstep, state.train_iter)
 
 

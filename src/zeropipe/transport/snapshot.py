@@ -17,9 +17,18 @@ weights.
 
 Only the driver creates and unlinks blocks. ``SnapshotPublisher.close`` is idempotent, runs
 automatically at interpreter exit (``weakref.finalize``) and does nothing but unlink/unmap, so it
-may be called from a signal handler or an ``except``/``finally`` path. If the driver is killed
-outright, the multiprocessing resource tracker (which ``SharedMemory(create=True)`` registered
-each block with) unlinks the blocks when it notices the driver is gone.
+may be called from a signal handler or an ``except``/``finally`` path. If the driver alone is
+killed, the multiprocessing resource tracker (which ``SharedMemory(create=True)`` registered each
+block with) unlinks the blocks when it notices the driver is gone.
+
+A SIGKILL of the driver's whole process group (an out-of-memory kill, a scheduler's hard stop)
+takes the resource tracker down too, and nothing could run at that moment. So stale blocks are
+**reclaimed at the next start**: a block name encodes its creator's pid
+(``zeropipe_<pid>_<token>_<i>``), and every new publisher unlinks the blocks whose creator no
+longer exists (``reclaim_stale_blocks``). Unlinking as soon as every worker has mapped a block was
+rejected: a restarted worker must still be able to map the live blocks. Limits: a block whose
+pid was reused by an unrelated live process waits until that process is gone, and the check sees
+only this pid namespace (a container usually has its own ``/dev/shm`` as well).
 """
 
 from __future__ import annotations
@@ -108,18 +117,61 @@ def _unlink_blocks(shms: list[SharedMemory]) -> None:
             shm.close()
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def reclaim_stale_blocks(prefix: str = "zeropipe_", shm_dir: str = "/dev/shm") -> list[str]:
+    """Unlinks the blocks of publishers whose process no longer exists.
+
+    Args:
+        prefix: The publishers' block-name prefix (names are ``f"{prefix}{pid}_{token}_{i}"``).
+        shm_dir: Where POSIX shared memory is visible as files.
+
+    Returns:
+        The names of the blocks that were unlinked.
+    """
+    if _posixshmem is None or not os.path.isdir(shm_dir):  # pragma: no cover - not POSIX
+        return []
+    reclaimed = []
+    for name in os.listdir(shm_dir):
+        if not name.startswith(prefix):
+            continue
+        pid_text = name[len(prefix) :].split("_", 1)[0]
+        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(FileNotFoundError):  # another process reclaimed it first
+            _posixshmem.shm_unlink("/" + name)
+            reclaimed.append(name)
+    if reclaimed:
+        logger.warning(
+            "reclaimed %d shared-memory block(s) left by dead runs: %s",
+            len(reclaimed),
+            ", ".join(sorted(reclaimed)),
+        )
+    return reclaimed
+
+
 class SnapshotPublisher:
     """Driver-side pool of snapshot blocks, one per live version, reused once no lease holds them.
 
     Args:
         layout: Layout of every snapshot this publisher writes.
-        prefix: Block-name prefix; names are ``f"{prefix}{pid}_{token}_{i}"``.
+        prefix: Block-name prefix; names are ``f"{prefix}{pid}_{token}_{i}"``. Blocks with this
+            prefix whose creator pid is gone are reclaimed here (see the module docstring).
         max_blocks: Upper bound on the pool; exceeding it means leases are not being released.
     """
 
     def __init__(
         self, layout: ParamLayout, prefix: str = "zeropipe_", max_blocks: int = 32
     ) -> None:
+        reclaim_stale_blocks(prefix)
         self.layout = layout
         self._prefix = f"{prefix}{os.getpid()}_{secrets.token_hex(4)}_"
         self._max_blocks = max_blocks

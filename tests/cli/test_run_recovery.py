@@ -1,0 +1,154 @@
+"""The real CLI when things go wrong: a repeated command, SIGKILL, double Ctrl-C, bad checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.cli.test_cli import TINY, default_sigint, run_cli
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def metrics(run: Path) -> list[dict]:
+    path = run / "log" / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    """The CLI in its own process group (as a terminal or a scheduler would run it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "zeropipe", "train", str(tmp_path / "tiny.yaml"), "--quiet", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
+
+
+def wait_for(proc: subprocess.Popen, run: Path, predicate, timeout_s: float = 180) -> dict:
+    """Poll the metrics log for a matching event (bounded by a deadline)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for event in metrics(run):
+            if predicate(event):
+                return event
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "event never appeared"
+        time.sleep(0.1)  # polling a file for a condition, bounded by the deadline
+
+
+def shm_of(pid: int) -> set[str]:
+    return {n for n in os.listdir("/dev/shm") if n.startswith(f"zeropipe_{pid}_")}
+
+
+@pytest.mark.slow  # the fast path has tests/pipeline/test_run_dir.py for the same policy
+@pytest.mark.timeout(300)
+def test_the_same_command_twice_never_changes_the_first_run(tmp_path: Path):
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "48"))
+    first = run_cli("train", "tiny.yaml", "--quiet", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = files_of(tmp_path / "run")
+    for pipeline in ([], ["--async-pipeline"]):
+        again = run_cli("train", "tiny.yaml", "--quiet", *pipeline, cwd=tmp_path)
+        assert again.returncode == 2
+        assert "already holds a run" in again.stderr and "--resume" in again.stderr
+    assert files_of(tmp_path / "run") == before
+
+
+def test_a_corrupt_checkpoint_on_resume_is_a_clear_error(tmp_path: Path):
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    ckpt = tmp_path / "run" / "ckpt"
+    ckpt.mkdir(parents=True)
+    (ckpt / "ckpt_latest.pth.tar").write_bytes(b"PK\x03\x04 truncated")
+    proc = run_cli("train", "tiny.yaml", "--resume", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert "checkpoint error" in lines[-1] and "run/ckpt/ckpt_latest.pth.tar" in lines[-1]
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.joinpath("run").iterdir()) == ["ckpt"]
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        pytest.param(["--async-pipeline"], id="async"),
+        pytest.param([], id="sync", marks=pytest.mark.slow),
+    ],
+)
+def test_sigkill_then_resume_reaches_the_stop_rule(tmp_path: Path, pipeline: list[str]):
+    interval = 6
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
+    run = tmp_path / "run"
+    sets = ["--set", f"checkpoint.latest_interval_train_iter={interval}"]
+    proc = start(tmp_path, *pipeline, *sets)
+    try:
+        wait_for(proc, run, lambda e: e["event"] == "checkpoint" and e["train_iter"] > interval)
+        if pipeline:
+            wait_for(proc, run, lambda e: e["event"] == "publish")
+        os.killpg(proc.pid, signal.SIGKILL)  # an OOM kill or a scheduler's hard stop
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    killed_at = max(e["train_iter"] for e in metrics(run))
+    if pipeline:
+        assert shm_of(proc.pid), "the SIGKILLed driver left no block: nothing to reclaim"
+    target = max(e["envstep"] for e in metrics(run)) + 48
+    again = run_cli(
+        "train", "tiny.yaml", "--quiet", "--resume", *pipeline, *sets,
+        "--set", f"max_env_step={target}", cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    log = metrics(run)
+    (resume,) = [e for e in log if e["event"] == "resume"]
+    chunk = 4  # max_train_chunk_steps: the interval is checked between chunks
+    assert resume["train_iter"] >= killed_at - interval - chunk
+    after = log[log.index(resume) :]
+    assert next(e for e in after if e["event"] == "train")["buffer_transitions"] > 0
+    assert after[-1]["event"] == "stop" and after[-1]["reason"] == "max_env_step"
+    assert after[-1]["envstep"] >= target
+    assert not shm_of(proc.pid)  # the dead run's blocks were reclaimed at the next start
+
+
+@pytest.mark.timeout(300)
+def test_a_double_ctrl_c_still_leaves_a_loadable_checkpoint(tmp_path: Path):
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
+    run = tmp_path / "run"
+    proc = start(
+        tmp_path, "--async-pipeline", "--set", "checkpoint.latest_interval_s=0",
+        "--set", "policy.async_pipeline.shutdown_timeout_s=20",
+    )  # fmt: skip
+    try:
+        wait_for(proc, run, lambda e: e["event"] == "train")
+        os.killpg(proc.pid, signal.SIGINT)
+        saved = wait_for(proc, run, lambda e: e["event"] == "checkpoint", timeout_s=30)
+        os.killpg(proc.pid, signal.SIGINT)  # impatient: a second Ctrl-C during the shutdown wait
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert saved["reason"] == "stop"
+    payload = torch.load(run / "ckpt" / "ckpt_latest.pth.tar", weights_only=False)
+    assert payload["learner"]["train_iter"] == saved["train_iter"]
+    assert not shm_of(proc.pid)

@@ -1,0 +1,138 @@
+"""Checkpoints in real runs of both pipelines: failed saves, exact best weights, exact resume."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.tiny import tiny_config
+from zeropipe.pipeline import run_dir as run_dir_module
+from zeropipe.pipeline.async_driver import train_async
+from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.run_dir import LATEST, RunDir, load_latest
+from zeropipe.pipeline.run_state import RunState
+from zeropipe.pipeline.sync import train_sync
+from zeropipe.pipeline.training import Trainer
+from zeropipe.transport import snapshot as snapshot_module
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("no_leaks")]
+
+
+def events(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+
+
+def train(pipeline: str, cfg):
+    if pipeline == "sync":
+        return train_sync(cfg)
+    return asyncio.run(train_async(cfg, show_progress=False))
+
+
+class DiskFull:
+    """torch.save that fails like a full disk: every ckpt_latest after the first, the first best."""
+
+    def __init__(self) -> None:
+        self.real = torch.save
+        self.latest_ok = 0
+        self.latest_failed = 0
+        self.best_failed = 0
+
+    def __call__(self, obj, f) -> None:
+        name = Path(f.name).name
+        if ".ckpt_latest.pth.tar" in name:
+            if self.latest_ok >= 1:
+                self.latest_failed += 1
+                f.write(b"half a checkpoint")
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.latest_ok += 1
+        if ".ckpt_best.pth.tar" in name and self.best_failed == 0:
+            self.best_failed += 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.real(obj, f)
+
+
+@pytest.mark.parametrize("pipeline", ["sync", "async"])
+def test_disk_full_during_periodic_saves(tmp_path, monkeypatch, caplog, pipeline):
+    cfg = tiny_config(tmp_path / "run", eval_freq=8)
+    cfg.max_env_step = 128
+    cfg.checkpoint.latest_interval_train_iter = 4
+    disk = DiskFull()
+    monkeypatch.setattr(run_dir_module.torch, "save", disk)
+    caplog.set_level(logging.WARNING, logger="zeropipe.driver")
+    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*No space left"):
+        train(pipeline, cfg)  # the final save fails too: an error exit, after the stop line
+    log = events(tmp_path / "run")
+    assert log[-1]["event"] == "stop" and log[-1]["reason"] == "max_env_step"
+    assert disk.latest_failed >= 3  # periodic tries kept coming (and the final one)
+    errors = [e for e in log if e["event"] == "checkpoint_error"]
+    assert sorted(e["kind"] for e in errors) == ["best", "final", "latest"]  # once per streak
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert sorted(r.getMessage().split()[0] for r in warned) == ["best", "latest"]
+    assert [r.levelno for r in caplog.records if "final" in r.getMessage()] == [logging.ERROR]
+    (saved,) = [e for e in log if e["event"] == "checkpoint"]
+    path, payload = load_latest(cfg.exp_name)  # the previous good one, intact
+    assert path.name == LATEST and payload["learner"]["train_iter"] == saved["train_iter"]
+    best = torch.load(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar", weights_only=False)
+    assert best["reward_mean"] == max(e["reward_mean"] for e in log if e["event"] == "eval")
+    ckpt_files = [p.name for p in (tmp_path / "run" / "ckpt").iterdir()]
+    assert not [n for n in ckpt_files if ".tmp" in n], ckpt_files
+
+
+def equal(a, b, where: str = "") -> None:
+    """Bit-exact equality of nested checkpoint payloads."""
+    assert type(a) is type(b), where
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and np.array_equal(a, b), where
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            equal(a[key], b[key], f"{where}/{key}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            equal(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def test_resume_restores_learner_buffer_and_rng_bit_exactly(tmp_path):
+    cfg = tiny_config(tmp_path / "run", use_priority=True)
+    cfg.max_env_step = 64
+    train_sync(cfg)
+    saved = torch.load(tmp_path / "run" / "ckpt" / LATEST, weights_only=False)
+    assert saved["learner"]["train_iter"] > 0 and saved["learner"]["optimizer"]["state"]
+    comps = build_driver(cfg)  # fresh, freshly seeded components
+    run = RunDir(cfg, resume=True)
+    state = RunState(cfg, run, Trainer(comps.learner, comps.buffer, cfg.policy))
+    state.restore_latest(load_latest(cfg.exp_name))
+    run.close()
+    equal(state.latest_payload(), saved)  # weights, target, optimizer, buffer, counters, RNGs
+
+
+def test_ckpt_best_holds_exactly_the_evaluated_weights(tmp_path, monkeypatch):
+    published: dict[int, dict[str, torch.Tensor]] = {}
+    real_publish = snapshot_module.SnapshotPublisher.publish
+
+    def recording_publish(self, version, state_dict):
+        published.setdefault(version, {k: v.detach().clone() for k, v in state_dict.items()})
+        return real_publish(self, version, state_dict)
+
+    monkeypatch.setattr(snapshot_module.SnapshotPublisher, "publish", recording_publish)
+    cfg = tiny_config(tmp_path / "run", eval_freq=8)
+    cfg.max_env_step = 128
+    asyncio.run(train_async(cfg, show_progress=False))
+    evals = [e for e in events(tmp_path / "run") if e["event"] == "eval"]
+    best = torch.load(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar", weights_only=False)
+    first_best = next(e for e in evals if e["reward_mean"] == best["reward_mean"])
+    assert best["policy_version"] == first_best["policy_version"]
+    equal(best["model"], published[best["policy_version"]])

@@ -1,0 +1,110 @@
+"""The run directory: the refusal policy, durable atomic checkpoint writes, resume fallback."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.tiny import tiny_config
+from zeropipe.config import ConfigError
+from zeropipe.pipeline import run_dir as run_dir_module
+from zeropipe.pipeline.errors import CheckpointError, RunDirExists
+from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def latest_payload(train_iter: int) -> dict:
+    return {
+        "learner": {"train_iter": train_iter, "w": torch.arange(4.0) * train_iter},
+        "buffer": {},
+        "envstep": 10 * train_iter,
+        "last_eval_iter": 0,
+        "best_reward": None,
+    }
+
+
+def test_a_new_run_refuses_an_existing_run_and_changes_nothing(tmp_path):
+    cfg = tiny_config(tmp_path / "run")
+    first = RunDir(cfg)
+    first.metrics.log("collect", 38, 0)
+    first.save(LATEST, latest_payload(5))
+    first.close()
+    before = files_of(tmp_path / "run")
+    with pytest.raises(RunDirExists, match="--resume"):
+        RunDir(cfg)
+    assert files_of(tmp_path / "run") == before
+    resumed = RunDir(cfg, resume=True)  # --resume reopens it and appends
+    resumed.metrics.log("resume", 38, 5)
+    resumed.close()
+    lines = (tmp_path / "run" / "log" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+
+
+def test_an_empty_existing_directory_is_accepted(tmp_path):
+    (tmp_path / "run").mkdir()
+    RunDir(tiny_config(tmp_path / "run")).close()
+
+
+def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypatch):
+    run = RunDir(tiny_config(tmp_path / "run"))
+    run.save(LATEST, latest_payload(1))
+
+    def disk_full(obj, f):
+        f.write(b"partial bytes")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(run_dir_module.torch, "save", disk_full)
+    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*No space left"):
+        run.save(LATEST, latest_payload(2))
+    monkeypatch.undo()
+    run.close()
+    ckpt = tmp_path / "run" / "ckpt"
+    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
+    path, payload = load_latest(str(tmp_path / "run"))
+    assert path.name == LATEST and payload["learner"]["train_iter"] == 1
+
+
+def test_a_save_fsyncs_the_file_and_its_directory(tmp_path, monkeypatch):
+    run = RunDir(tiny_config(tmp_path / "run"))
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(run_dir_module.os, "fsync", recording_fsync)
+    run.save("ckpt_best.pth.tar", {"model": {}})
+    run.close()
+    ckpt = str(tmp_path / "run" / "ckpt")
+    assert any(".ckpt_best.pth.tar.tmp" in p for p in synced)  # the data, before the rename
+    assert ckpt in synced  # the rename itself
+
+
+def test_resume_reads_the_previous_checkpoint_when_the_latest_is_corrupt(tmp_path):
+    run = RunDir(tiny_config(tmp_path / "run"))
+    run.save(LATEST, latest_payload(1))
+    run.save(LATEST, latest_payload(2))
+    run.close()
+    ckpt = tmp_path / "run" / "ckpt"
+    assert torch.load(ckpt / LATEST_PREV)["learner"]["train_iter"] == 1
+    data = (ckpt / LATEST).read_bytes()
+    (ckpt / LATEST).write_bytes(data[: len(data) // 2])  # truncated
+    path, payload = load_latest(str(tmp_path / "run"))
+    assert path.name == LATEST_PREV and payload["learner"]["train_iter"] == 1
+    (ckpt / LATEST_PREV).write_bytes(b"garbage")
+    with pytest.raises(CheckpointError) as err:
+        load_latest(str(tmp_path / "run"))
+    assert str(ckpt / LATEST) in str(err.value) and str(ckpt / LATEST_PREV) in str(err.value)
+
+
+def test_resume_without_any_checkpoint_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        load_latest(str(tmp_path / "run"))

@@ -1,0 +1,165 @@
+"""Worker faults in the async pipeline: failed sends, dead evaluators, restarts, seeds, budget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.tiny import tiny_config
+from zeropipe.pipeline.async_driver import train_async
+from zeropipe.pipeline.supervisor import RestartWindow, spawn_seed
+from zeropipe.transport import DriverEndpoint, EvalRequest, WorkerGone
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
+
+
+def events(run: Path) -> list[dict]:
+    path = run / "log" / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+async def wait_for_event(run: Path, predicate, timeout_s: float = 120.0) -> dict:
+    """Poll the metrics log until an event matches (a condition wait with a hard timeout)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        for event in events(run):
+            if predicate(event):
+                return event
+        await asyncio.sleep(0.05)
+    raise AssertionError("event never appeared")
+
+
+def worker_pid(name: str) -> int:
+    (process,) = [p for p in mp.active_children() if p.name == f"zeropipe-{name}"]
+    return process.pid
+
+
+def patch_eval_send(monkeypatch, action) -> list[EvalRequest]:
+    """Wrap DriverEndpoint.send: `action(endpoint, request, n)` runs for the n-th eval request."""
+    real_send = DriverEndpoint.send
+    sent: list[EvalRequest] = []
+
+    async def send(self, msg):
+        if isinstance(msg, EvalRequest):
+            sent.append(msg)
+            return await action(self, msg, len(sent), real_send)
+        return await real_send(self, msg)
+
+    monkeypatch.setattr(DriverEndpoint, "send", send)
+    return sent
+
+
+async def test_a_failed_eval_send_neither_hangs_nor_skips_the_final_eval(tmp_path, monkeypatch):
+    async def fail_first(endpoint, msg, n, real_send):
+        if n == 1:
+            raise WorkerGone(endpoint.worker_name, "injected send failure")
+        return await real_send(endpoint, msg)
+
+    patch_eval_send(monkeypatch, fail_first)
+    cfg = tiny_config(tmp_path / "run", eval_freq=8)
+    cfg.max_env_step = 96
+    async with asyncio.timeout(180):  # before the fix: the lost eval stayed pending forever
+        summary = await train_async(cfg, show_progress=False)
+    assert summary.stop_reason == "max_env_step"
+    log = events(tmp_path / "run")
+    assert [e["worker"] for e in log if e["event"] == "restart"] == ["evaluator-0"]
+    evals = [e for e in log if e["event"] == "eval"]
+    assert evals and evals[-1]["policy_version"] == summary.train_iter
+
+
+async def test_an_evaluator_killed_during_the_final_eval_is_replaced_and_it_runs(
+    tmp_path, monkeypatch
+):
+    async def kill_second(endpoint, msg, n, real_send):
+        await real_send(endpoint, msg)
+        if n == 2:  # eval_at_start is the 1st; the final eval of the last weights is the 2nd
+            os.kill(worker_pid(endpoint.worker_name), signal.SIGKILL)
+
+    patch_eval_send(monkeypatch, kill_second)
+    cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline={"eval_at_start": True})
+    cfg.max_env_step = 64
+    async with asyncio.timeout(180):
+        summary = await train_async(cfg, show_progress=False)
+    log = events(tmp_path / "run")
+    assert [e["worker"] for e in log if e["event"] == "restart"] == ["evaluator-0"]
+    evals = [e["policy_version"] for e in log if e["event"] == "eval"]
+    assert evals == [0, summary.train_iter]  # before the fix the final eval was skipped
+
+
+async def test_a_restart_does_not_block_training(tmp_path, monkeypatch):
+    """While collector-0's replacement is held in its handshake, the learner keeps training."""
+    gate = asyncio.Event()
+    real_hello = DriverEndpoint.expect_hello
+
+    async def held_hello(self, timeout=None):
+        if self.worker_name == "collector-0" and restarted:
+            await gate.wait()
+        return await real_hello(self, timeout)
+
+    restarted = False
+    monkeypatch.setattr(DriverEndpoint, "expect_hello", held_hello)
+    run = tmp_path / "run"
+    cfg = tiny_config(run, async_pipeline={"num_collector_actors": 2})
+    cfg.max_env_step = 10**6
+    driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
+    try:
+        await wait_for_event(run, lambda e: e["event"] == "train" and e["train_iter"] >= 4)
+        restarted = True
+        os.kill(worker_pid("collector-0"), signal.SIGKILL)
+        restart = await wait_for_event(run, lambda e: e["event"] == "restart", timeout_s=60)
+        assert restart["worker"] == "collector-0" and restart["generation"] == 1
+        assert restart["seed"] == spawn_seed(cfg.seed, "collector", 0, 1) != cfg.seed
+        await wait_for_event(  # learning goes on while the replacement is held
+            run, lambda e: e["event"] == "train" and e["train_iter"] >= restart["train_iter"] + 8
+        )
+        gate.set()
+        await wait_for_event(  # then the replacement joins in
+            run,
+            lambda e: (
+                e["event"] == "collect"
+                and e["worker"] == "collector-0"
+                and e["time_s"] > restart["time_s"]
+            ),
+        )
+    finally:
+        gate.set()
+        driver.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await driver
+
+
+def test_restarts_are_limited_per_time_window():
+    now = [0.0]
+    window = RestartWindow(max_restarts=3, window_s=100.0, clock=lambda: now[0])
+    assert [window.allow() for _ in range(3)] == [True, True, True]
+    assert not window.allow()  # a 4th death within the window ends the run
+    now[0] = 99.0
+    assert not window.allow()
+    now[0] = 100.0  # the first three restarts left the window
+    assert [window.allow() for _ in range(3)] == [True, True, True]
+    assert not window.allow()
+    for day in range(1, 30):  # a month of one unrelated crash a day is fine
+        now[0] = 86_400.0 * day
+        assert window.allow()
+
+
+def test_every_spawn_gets_its_own_seed():
+    seeds = {
+        (role, worker, gen): spawn_seed(7, role, worker, gen)
+        for role in ("collector", "evaluator")
+        for worker in range(3)
+        for gen in range(4)
+    }
+    assert all(seed == 7 for (_r, _w, gen), seed in seeds.items() if gen == 0)  # as sync
+    replacements = [seed for (_r, _w, gen), seed in seeds.items() if gen > 0]
+    assert len(set(replacements)) == len(replacements) and 7 not in replacements
+    assert spawn_seed(8, "collector", 0, 1) != spawn_seed(7, "collector", 0, 1)
