@@ -22,7 +22,8 @@ import torch
 
 from zeropipe.mcts import SearchConfig, SearchRoots, StepOutput, run_search
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.selection import PUCT, PuctParams
+from zeropipe.mcts.search import search_params
+from zeropipe.mcts.selection import PUCT
 from zeropipe.mcts.simulate import simulation_step
 from zeropipe.mcts.tree import allocate_tree
 
@@ -57,9 +58,9 @@ def _tree_only(roots: SearchRoots, step: StepOutput, cfg: SearchConfig) -> None:
     tree = allocate_tree(batch_size, cfg.num_simulations + 1, num_actions)
     tree.children_prior[:, 0] = root_prior(roots.policy_logits, roots.action_mask, 0.0, 1.0, None)
     tree.root_legal[:] = roots.action_mask
-    tree.node_visits[:, 0] = 1
-    tree.node_value_sum[:, 0] = roots.value
-    params = PuctParams(cfg.discount, cfg.pb_c_base, cfg.pb_c_init, cfg.value_delta_max)
+    tree.node_visits[:, 0] = 1  # LightZero's root: one visit, value sum 0
+    tree.node_raw_value[:, 0] = roots.value
+    params = search_params(cfg)
     parents = np.zeros(batch_size, dtype=np.int64)
     actions = np.zeros(batch_size, dtype=np.int64)
     for leaf in range(cfg.num_simulations + 1):  # leaf 0: the first traversal only

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.backup import expand_and_backup_batch
-from zeropipe.mcts.selection import PuctParams, traverse_batch
+from zeropipe.mcts.selection import SearchParams, traverse_batch
 from zeropipe.mcts.tree import ROOT_INDEX, Tree
 
 
@@ -27,7 +27,7 @@ def simulation_step(
     rewards: np.ndarray,
     values: np.ndarray,
     logits: np.ndarray,
-    params: PuctParams,
+    params: SearchParams,
     root_rule: int,
     interior_rule: int,
     traverse: bool,
