@@ -71,7 +71,6 @@ def _tree_only(roots: SearchRoots, step: StepOutput, cfg: SearchConfig) -> None:
             step.policy_logits,
             params,
             PUCT,
-            PUCT,
             leaf < cfg.num_simulations,
             parents,
             actions,

@@ -11,7 +11,7 @@ from zeropipe.mcts import SEARCH_POLICIES, ActingParams, SearchConfig, search_po
 from zeropipe.mcts.halving import considered_visit_sequence
 from zeropipe.mcts.policies import gumbel_policy
 from zeropipe.mcts.search import run_search
-from zeropipe.mcts.selection import GUMBEL_INTERIOR, GUMBEL_ROOT
+from zeropipe.mcts.selection import GUMBEL
 from zeropipe.mcts.tree import Tree
 
 from .fakes import BanditModel, make_roots
@@ -139,7 +139,7 @@ def test_sequential_halving_visits_the_planned_counts(m: int, n: int, legal: int
     rng = np.random.default_rng(n)
     gumbel = rng.gumbel(size=(16, num_actions)).astype(np.float32)
     out = run_search(
-        roots, model, cfg, rng, False, root_rule=GUMBEL_ROOT, interior_rule=GUMBEL_INTERIOR,
+        roots, model, cfg, rng, False, rule=GUMBEL,
         gumbel=gumbel,
     )  # fmt: skip
     plan = considered_visit_sequence(min(m, legal), n)

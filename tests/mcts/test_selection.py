@@ -47,7 +47,8 @@ def test_puct_scores_match_the_formula() -> None:
     # LightZero's root mean Q: the mean of the visited children's Q, the root's value aside.
     fill = mean_q(tree, 0, 0, True, 0.0, PARAMS.discount)
     assert fill == pytest.approx((1.0 + 0.5) / 2)
-    action = puct_select(tree, PARAMS, 0, 0, True, fill, scores)
+    action, node_mean = puct_select(tree, PARAMS, 0, 0, True, 0.0, scores)
+    assert node_mean == fill
     pb_c = math.log((3 + 19652.0 + 1) / 19652.0) + 1.25  # N = root visits - 1 = 3
     explore = pb_c * math.sqrt(3)
     expected = [
@@ -63,10 +64,10 @@ def test_illegal_root_actions_are_never_selected() -> None:
     tree = _hand_tree()
     tree.root_legal[0, 0] = False
     scores = np.empty(3)
-    assert puct_select(tree, PARAMS, 0, 0, True, 0.75, scores) == 2
+    assert puct_select(tree, PARAMS, 0, 0, True, 0.0, scores)[0] == 2
     assert scores[0] == -np.inf
     # Below the root every action is legal.
-    assert puct_select(tree, PARAMS, 0, 0, False, 0.75, scores) == 0
+    assert puct_select(tree, PARAMS, 0, 0, False, 0.75, scores)[0] == 0
 
 
 def test_ties_go_to_the_lowest_action() -> None:
@@ -75,14 +76,14 @@ def test_ties_go_to_the_lowest_action() -> None:
     tree.root_legal[0] = True
     tree.node_visits[0, 0] = 1
     scores = np.empty(4)
-    assert puct_select(tree, PARAMS, 0, 0, True, 0.0, scores) == 0
+    assert puct_select(tree, PARAMS, 0, 0, True, 0.0, scores)[0] == 0
     # LightZero keeps a tie list within 1e-6 of the running maximum but restarts it at every
     # strictly larger score, so its deterministic pick (the list's first entry) is the first
     # exact maximum: a score larger by ~5e-7 still wins.
     tree.children_prior[0, 0, 2] = 0.25 + 4e-7  # float32: +4.2e-7
     tree.children_visits[0, 0] = [1, 1, 1, 1]
     tree.node_visits[0, 0] = 5
-    assert puct_select(tree, PARAMS, 0, 0, True, 0.0, scores) == 2
+    assert puct_select(tree, PARAMS, 0, 0, True, 0.0, scores)[0] == 2
     assert 0.0 < scores[2] - scores[0] < 1e-6
 
 
@@ -122,10 +123,11 @@ def test_interior_choice_follows_the_parent_mean_q_chain() -> None:
     tree.min_q[0], tree.max_q[0] = 0.0, 1.0
     parents = np.zeros(1, dtype=np.int64)
     actions = np.zeros(1, dtype=np.int64)
-    traverse_batch(tree, PARAMS, PUCT, PUCT, parents, actions)
+    traverse_batch(tree, PARAMS, PUCT, parents, actions)
     assert (parents[0], actions[0]) == (1, 1)
     scores = np.empty(2)
-    puct_select(tree, PARAMS, 0, 1, False, (0.6 + 0.9) / 2, scores)
+    # Node 1's parent_q is the root's mean Q, q0 = 0.6; its own mean is (0.6 + 0.9) / 2.
+    assert puct_select(tree, PARAMS, 0, 1, False, 0.6, scores) == (1, pytest.approx(0.75))
     pb_c = math.log((1 + 19652.0 + 1) / 19652.0) + 1.25
     np.testing.assert_allclose(scores, [0.9 + pb_c * 0.25, 0.75 + pb_c * 0.5], rtol=1e-6)
 

@@ -25,7 +25,7 @@ from zeropipe.mcts.acting import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchRoots
 from zeropipe.mcts.qtransform import root_completed_q
 from zeropipe.mcts.search import run_search, search_params
-from zeropipe.mcts.selection import GUMBEL_INTERIOR, GUMBEL_ROOT, LOW_LOGIT
+from zeropipe.mcts.selection import GUMBEL, LOW_LOGIT
 
 # collect: exploration noise and a sampled action; eval: no noise, the greedy action;
 # reanalyze: fresh policy targets for stored states (noise as in collect; the action is unused).
@@ -137,8 +137,7 @@ def gumbel_policy(
         cfg,
         rng,
         add_noise=False,
-        root_rule=GUMBEL_ROOT,
-        interior_rule=GUMBEL_INTERIOR,
+        rule=GUMBEL,
         gumbel=gumbel,
     )
     completed = np.zeros(mask.shape, dtype=np.float64)  # [B, A]

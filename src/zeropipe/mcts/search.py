@@ -4,8 +4,8 @@ Runs in: any (collector and evaluator actors, reanalysis). B denotes the batch o
 nodes per tree (num_simulations + 1) and A the actions. All per-node work runs in the numba
 kernels of `selection.py` and `backup.py`, entered once per simulation through `simulate.py`;
 this module only moves batched arrays between them, the model, and the latent store. Variants
-reuse this loop with other selection rule codes rather than copy it: PUCT (MuZero) and the
-Gumbel root and interior rules today, sampled actions and chance nodes later. The root follows
+reuse this loop with another rule code (another descent in `selection.py`) rather than copy it:
+PUCT (MuZero) and Gumbel today, sampled actions and chance nodes later. The root follows
 LightZero: one visit, value sum 0, so its reported value is W / (n + 1) after n simulations.
 """
 
@@ -35,8 +35,7 @@ def run_search(
     rng: np.random.Generator,
     add_noise: bool,
     *,
-    root_rule: int = PUCT,
-    interior_rule: int = PUCT,
+    rule: int = PUCT,
     gumbel: np.ndarray | None = None,
 ) -> SearchOutput:
     """Runs a batched search from B roots (MuZero PUCT unless other rule codes are given).
@@ -50,9 +49,8 @@ def run_search(
         cfg: search constants.
         rng: source of the root Dirichlet noise (the search itself is deterministic).
         add_noise: whether to mix Dirichlet noise into the root prior (acting, not evaluation).
-        root_rule: selection rule code at the root (`selection.py`).
-        interior_rule: selection rule code below the root.
-        gumbel: [B, A] root Gumbel noise for the GUMBEL_ROOT rule; with it the tree also gets
+        rule: which descent selects the edges (a rule code of `selection.py`).
+        gumbel: [B, A] root Gumbel noise for the GUMBEL rule; with it the tree also gets
             its sequential-halving schedule (`cfg.max_num_considered_actions`).
 
     Returns:
@@ -66,7 +64,6 @@ def run_search(
     tree = allocate_tree(batch_size, num_simulations + 1, num_actions)
     _init_roots(tree, roots, cfg, rng if add_noise else None, gumbel)
     params = search_params(cfg)
-    rules = (root_rule, interior_rule)
     latent = roots.latent.detach()
     # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
     store = latent.new_empty((num_simulations + 1, *latent.shape))
@@ -74,13 +71,13 @@ def run_search(
     batch_index = torch.arange(batch_size, device=latent.device)
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
-    _advance(tree, params, rules, ROOT_INDEX, None, True, parents, actions)
+    _advance(tree, params, rule, ROOT_INDEX, None, True, parents, actions)
     for sim in range(num_simulations):
         parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
         # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
         step = recurrent_fn(store[parent_nodes, batch_index], actions.copy())
         store[sim + 1] = step.latent.detach()
-        _advance(tree, params, rules, sim + 1, step, sim + 1 < num_simulations, parents, actions)
+        _advance(tree, params, rule, sim + 1, step, sim + 1 < num_simulations, parents, actions)
     return _root_output(tree, cfg.discount)
 
 
@@ -149,7 +146,7 @@ def _init_roots(
 def _advance(
     tree: Tree,
     params: SearchParams,
-    rules: tuple[int, int],
+    rule: int,
     leaf: int,
     step: StepOutput | None,
     traverse: bool,
@@ -158,7 +155,7 @@ def _advance(
 ) -> None:
     """Expands `step` as node `leaf` and backs it up (nothing when `step` is None, before the first
     simulation), then, if `traverse`, writes the next edges into `parents` and `actions` ([B]),
-    selecting with the (root, interior) rule codes `rules`.
+    selecting with the descent `rule`.
     """
     batch_size, num_actions = tree.root_legal.shape
     if step is None:
@@ -170,15 +167,13 @@ def _advance(
         logits = _as_array(
             step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
         )
-    root_rule, interior_rule = rules
     simulation_step(
         leaf,
         rewards,
         values,
         logits,
         params,
-        root_rule,
-        interior_rule,
+        rule,
         traverse,
         parents,
         actions,

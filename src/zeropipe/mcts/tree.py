@@ -41,8 +41,8 @@ class Tree(NamedTuple):
         node_raw_value: [B, N] float32 network value predicted for each node (Gumbel's mixed
             value reads it).
         root_gumbel: [B, A] float32 Gumbel noise g of each root action (Gumbel root rule).
-        root_considered: [B, S] int32 visit count the root action chosen at simulation index
-            s must have (sequential halving; S = N - 1 simulations).
+        root_considered: [B, S] int32 visit count that the root action chosen at simulation
+            index s must have (sequential halving; S = N - 1 simulations).
     """
 
     children_index: np.ndarray
