@@ -156,6 +156,12 @@ def test_sequential_halving_visits_the_planned_counts(m: int, n: int, legal: int
         assert sorted(_root_action_of_each_simulation(out.tree, b)[:k]) == sorted(top[b])
 
 
+def test_gumbel_rule_needs_its_noise() -> None:
+    cfg = SearchConfig(num_simulations=4, discount=0.9)
+    with pytest.raises(ValueError, match="gumbel"):
+        run_search(make_roots(2, 3), BanditModel([0.1, 0.2, 0.3]), cfg, None, False, rule=GUMBEL)
+
+
 def test_config_validates_gumbel_fields() -> None:
     for key, value in [
         ("max_num_considered_actions", 0),

@@ -23,7 +23,7 @@ from zeropipe.mcts.contract import (
 )
 from zeropipe.mcts.halving import root_considered_visits
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.selection import PUCT, SearchParams
+from zeropipe.mcts.selection import GUMBEL, PUCT, SearchParams
 from zeropipe.mcts.simulate import simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
 
@@ -38,7 +38,7 @@ def run_search(
     rule: int = PUCT,
     gumbel: np.ndarray | None = None,
 ) -> SearchOutput:
-    """Runs a batched search from B roots (MuZero PUCT unless other rule codes are given).
+    """Runs a batched search from B roots (MuZero PUCT unless another rule code is given).
 
     Each simulation walks every tree to an unexpanded edge, calls `recurrent_fn` once for all B
     parents, expands node s + 1 of every tree and backs its value up.
@@ -57,9 +57,12 @@ def run_search(
         Root visit counts, root value, root Q values and the tree.
 
     Raises:
-        ValueError: if the root arrays disagree in shape or a row has no legal action.
+        ValueError: if the root arrays disagree in shape, a row has no legal action, or the
+            GUMBEL rule comes without its noise.
     """
     batch_size, num_actions = _check_roots(roots)
+    if rule == GUMBEL and gumbel is None:
+        raise ValueError("run_search: the GUMBEL rule needs the root Gumbel noise `gumbel`")
     num_simulations = cfg.num_simulations
     tree = allocate_tree(batch_size, num_simulations + 1, num_actions)
     _init_roots(tree, roots, cfg, rng if add_noise else None, gumbel)
