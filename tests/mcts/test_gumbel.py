@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
-from zeropipe.mcts import SEARCH_POLICIES, ActingParams, SearchConfig, search_policy
+from zeropipe.mcts import SEARCH_POLICIES, ActingParams, SearchConfig, SearchRoots, search_policy
 from zeropipe.mcts.halving import considered_visit_sequence
 from zeropipe.mcts.policies import gumbel_policy
 from zeropipe.mcts.search import run_search
@@ -15,6 +16,8 @@ from zeropipe.mcts.selection import GUMBEL
 from zeropipe.mcts.tree import Tree
 
 from .fakes import BanditModel, make_roots
+from .gumbel_tree import gumbel_reference_search
+from .test_lightzero_exact import TabularRecurrent, random_mask, random_model
 
 COLLECT = ActingParams("collect")
 EVAL = ActingParams("eval")
@@ -172,3 +175,37 @@ def test_config_validates_gumbel_fields() -> None:
     ]:
         with pytest.raises(ValueError, match=key):
             SearchConfig(num_simulations=4, discount=0.9, **{key: value})
+
+
+@pytest.mark.parametrize(("shape", "m"), [((7, 2), 4), ((11, 4), 2), ((17, 6), 4), ((17, 6), 16)])
+def test_matches_a_per_node_gumbel_search_on_random_mdps(shape: tuple[int, int], m: int) -> None:
+    rng = np.random.default_rng(sum(shape) + m)
+    model = random_model(*shape, rng)
+    num_actions = shape[1]
+    for num_simulations, masked in [(1, False), (9, True), (32, False), (50, True)]:
+        states = rng.integers(0, shape[0], 12)
+        mask = random_mask(12, num_actions, rng) if masked else np.ones((12, num_actions), bool)
+        gumbel = rng.gumbel(size=(12, num_actions)).astype(np.float32)
+        roots = SearchRoots(
+            latent=torch.from_numpy(states.astype(np.float32))[:, None],
+            value=model.value[states],
+            policy_logits=model.logits[states],
+            action_mask=mask,
+        )
+        cfg = SearchConfig(
+            num_simulations=num_simulations, discount=0.95, max_num_considered_actions=m
+        )
+        out = run_search(
+            roots, TabularRecurrent(model), cfg, None, False, rule=GUMBEL, gumbel=gumbel
+        )
+        for b in range(12):
+            root, trace = gumbel_reference_search(
+                model, int(states[b]), mask[b].tolist(), gumbel[b], num_simulations, 0.95, m
+            )
+            edges = zip(
+                out.tree.parents[b, 1:].tolist(),
+                out.tree.action_from_parent[b, 1:].tolist(),
+                strict=True,
+            )
+            assert list(edges) == trace, (num_simulations, b)
+            assert out.root_value[b] == pytest.approx(root.value_sum / root.visit_count, abs=1e-6)
