@@ -1,11 +1,15 @@
 """Speed of the batched MCTS with a zero-cost model: simulations per second.
 
-Runs in: any (`python benchmarks/bench_search.py`). Two measurements per (B, A), 50 simulations:
-- search: `run_search` end to end (numba tree kernels + Python glue + latent store gathers), with a
-  recurrent_fn that returns preallocated constant arrays and a [B, 1] latent, so the model costs
-  nothing;
-- tree: the numba kernels alone (tree allocation, root init, one `simulation_step` per
-  simulation), the same loop without the model call and the latent store.
+Runs in: any (`python -m benchmarks.bench_search`, or `make bench`). Three measurements per
+(B, A), 50 simulations:
+- search: the PUCT `run_search` end to end (numba tree kernels + Python glue + latent store
+  gathers), with a recurrent_fn that returns preallocated constant arrays and a [B, 1] latent,
+  so the model costs nothing;
+- tree: the PUCT numba kernels alone (tree allocation, root init, one `simulation_step` per
+  simulation), the same loop without the model call and the latent store;
+- gumbel: the `gumbel` search policy in collect mode end to end (Gumbel noise, the search with
+  the Gumbel rule, completed Q and the improved policy at the root), with the same zero-cost
+  model.
 A simulation counts once per root: sims/s = B · num_simulations / seconds per search. JIT compile
 time is excluded (one warm-up search per case); each figure is the best of `repeats` timings.
 Targets on the same machine, LightZero's C++ tree: search 42k sims/s (B=8, A=2) and 297k
@@ -20,9 +24,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from zeropipe.mcts import SearchConfig, SearchRoots, StepOutput, run_search
+from zeropipe.mcts import ActingParams, SearchConfig, SearchRoots, StepOutput, run_search
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.selection import PUCT, PuctParams
+from zeropipe.mcts.policies import gumbel_policy
+from zeropipe.mcts.search import search_params
+from zeropipe.mcts.selection import PUCT
 from zeropipe.mcts.simulate import simulation_step
 from zeropipe.mcts.tree import allocate_tree
 
@@ -57,9 +63,9 @@ def _tree_only(roots: SearchRoots, step: StepOutput, cfg: SearchConfig) -> None:
     tree = allocate_tree(batch_size, cfg.num_simulations + 1, num_actions)
     tree.children_prior[:, 0] = root_prior(roots.policy_logits, roots.action_mask, 0.0, 1.0, None)
     tree.root_legal[:] = roots.action_mask
-    tree.node_visits[:, 0] = 1
-    tree.node_value_sum[:, 0] = roots.value
-    params = PuctParams(cfg.discount, cfg.pb_c_base, cfg.pb_c_init, cfg.value_delta_max)
+    tree.node_visits[:, 0] = 1  # LightZero's root: one visit, value sum 0
+    tree.node_raw_value[:, 0] = roots.value
+    params = search_params(cfg)
     parents = np.zeros(batch_size, dtype=np.int64)
     actions = np.zeros(batch_size, dtype=np.int64)
     for leaf in range(cfg.num_simulations + 1):  # leaf 0: the first traversal only
@@ -69,7 +75,6 @@ def _tree_only(roots: SearchRoots, step: StepOutput, cfg: SearchConfig) -> None:
             step.value,
             step.policy_logits,
             params,
-            PUCT,
             PUCT,
             leaf < cfg.num_simulations,
             parents,
@@ -99,7 +104,7 @@ def bench_search(repeats: int = 3) -> list[dict]:
 
     Returns:
         One dict per case: batch_size, num_actions, num_simulations, search_sims_per_s,
-        tree_sims_per_s.
+        tree_sims_per_s, gumbel_sims_per_s.
     """
     cfg = SearchConfig(num_simulations=NUM_SIMULATIONS, discount=0.997)
     rows = []
@@ -118,6 +123,9 @@ def bench_search(repeats: int = 3) -> list[dict]:
             def tree_once(r=roots, s=step) -> None:
                 _tree_only(r, s, cfg)
 
+            def gumbel_once(r=roots, f=recurrent_fn) -> None:
+                gumbel_policy(r, f, cfg, np.random.default_rng(0), ActingParams("collect"))
+
             rows.append(
                 {
                     "batch_size": batch_size,
@@ -125,6 +133,7 @@ def bench_search(repeats: int = 3) -> list[dict]:
                     "num_simulations": NUM_SIMULATIONS,
                     "search_sims_per_s": _best_rate(search_once, batch_size, repeats),
                     "tree_sims_per_s": _best_rate(tree_once, batch_size, repeats),
+                    "gumbel_sims_per_s": _best_rate(gumbel_once, batch_size, repeats),
                 }
             )
     return rows
@@ -133,11 +142,15 @@ def bench_search(repeats: int = 3) -> list[dict]:
 def main() -> None:
     """Prints the benchmark table."""
     torch.set_num_threads(1)  # the glue's tensor ops are tiny; threads only add contention
-    print(f"{'B':>5} {'A':>3} {'sims':>5} {'search sims/s':>15} {'tree sims/s':>13}")
+    print(
+        f"{'B':>5} {'A':>3} {'sims':>5} {'search sims/s':>15} {'tree sims/s':>13} "
+        f"{'gumbel sims/s':>15}"
+    )
     for row in bench_search():
         print(
             f"{row['batch_size']:>5} {row['num_actions']:>3} {row['num_simulations']:>5} "
-            f"{row['search_sims_per_s']:>15,.0f} {row['tree_sims_per_s']:>13,.0f}"
+            f"{row['search_sims_per_s']:>15,.0f} {row['tree_sims_per_s']:>13,.0f} "
+            f"{row['gumbel_sims_per_s']:>15,.0f}"
         )
 
 

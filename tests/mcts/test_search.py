@@ -38,7 +38,8 @@ def test_trap_mdp_prefers_delayed_reward() -> None:
         # Every backed-up return is at most V* (exact model, zero values), so the root can only
         # approach V* from below.
         assert out.root_value[0] <= optimal + 1e-5
-        # Backup identity: the root's value sum is its network value plus n(a)·Q(a) per child.
+        # Backup identity: the root's value sum is n(a)·Q(a) summed over its children (its
+        # network value is not part of it), over its n + 1 visits.
         identity = (out.visit_counts[0] @ out.q_values[0]) / (num_simulations + 1)
         assert out.root_value[0] == pytest.approx(identity, rel=1e-5)
         gaps.append(optimal - float(out.root_value[0]))
@@ -105,15 +106,34 @@ def test_output_shapes_and_dtypes(batch_size: int) -> None:
     assert (out.visit_counts.sum(axis=1) == 10).all()
 
 
-def test_root_value_counts_the_network_value_once() -> None:
-    # One simulation: the root holds its network value (one visit) plus the first return.
+def test_root_value_leaves_out_the_network_value() -> None:
+    # LightZero: the root starts with one visit and value sum 0, so after one simulation its
+    # value is the first return over two visits; the network value 2.0 plays no part.
     cfg = SearchConfig(num_simulations=1, discount=0.9)
     out = run_search(
         make_roots(1, 3, value=2.0), BanditModel(PAYOFFS), cfg, np.random.default_rng(0), False
     )
-    # Uniform prior, no visits: PUCT ties everywhere and the lowest action (0) wins.
+    # No visits yet: N = 0 zeroes the exploration term, all scores tie, the lowest action wins.
     assert out.visit_counts.tolist() == [[1, 0, 0]]
-    assert out.root_value[0] == pytest.approx((2.0 + PAYOFFS[0]) / 2)
+    assert out.root_value[0] == pytest.approx(PAYOFFS[0] / 2)
+
+
+def test_unvisited_root_child_takes_the_mean_of_visited_q() -> None:
+    """Two simulations on a bandit paying [1, 0], uniform prior, γ = 1, root value -5.
+
+    Simulation 1 ties (N = 0) and visits arm 0: q0 = 1, the root's value becomes 1 / 2 and the
+    min-max range [0.5, 1]. Simulation 2, N = 1, pb_c ≈ 1.25: arm 0 scores norm(1) + 1.25·.5/2
+    = 1.3125; unvisited arm 1 takes the root mean Q = q0 = 1, so norm(1) + 1.25·.5 = 1.625 and
+    wins. Root value (1 + 0) / 3. The old rule (unvisited = mean of the root's value, which
+    held the network's -5, and q0) scored arm 1 at 1.125 and visited arm 0 again.
+    """
+    cfg = SearchConfig(num_simulations=2, discount=1.0)
+    out = run_search(
+        make_roots(1, 2, value=-5.0), BanditModel([1.0, 0.0]), cfg, np.random.default_rng(0), False
+    )
+    assert out.visit_counts.tolist() == [[1, 1]]
+    assert out.root_value[0] == pytest.approx(1.0 / 3.0)
+    np.testing.assert_allclose(out.q_values[0], [1.0, 0.0])
 
 
 def test_rejects_a_row_without_legal_actions() -> None:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit
 
-from zeropipe.mcts.selection import PuctParams
+from zeropipe.mcts.selection import SearchParams
 from zeropipe.mcts.tree import NO_PARENT, Tree
 
 
@@ -26,9 +26,16 @@ def update_min_max(tree: Tree, b: int, q: float) -> None:
 
 @njit(cache=True, error_model="numpy")
 def expand_node(
-    tree: Tree, b: int, node: int, parent: int, action: int, reward: float, logits: np.ndarray
+    tree: Tree,
+    b: int,
+    node: int,
+    parent: int,
+    action: int,
+    reward: float,
+    value: float,
+    logits: np.ndarray,
 ) -> None:
-    """Links `node` as child `action` of `parent` in tree b and sets its prior.
+    """Links `node` as child `action` of `parent` in tree b, sets its prior and raw value.
 
     The prior is the max-subtracted softmax of `logits` ([A]) over all actions: the model gives
     no legality below the root, so interior nodes treat every action as legal (as LightZero).
@@ -37,6 +44,7 @@ def expand_node(
     tree.children_reward[b, parent, action] = reward
     tree.parents[b, node] = parent
     tree.action_from_parent[b, node] = action
+    tree.node_raw_value[b, node] = value
     num_actions = logits.shape[0]
     top = logits[0]
     for a in range(1, num_actions):
@@ -54,14 +62,15 @@ def backup_path(tree: Tree, discount: float, b: int, leaf: int, value: float) ->
 
     Walking leaf → root: value_sum += G, visits += 1, min-max update with r + γ·v of the node,
     then G = r + γ·G (LightZero `cbackpropagate`, one player). Like LightZero, the root also
-    updates the min-max statistics, with its reward taken as 0.
+    updates the min-max statistics, with its reward taken as 0. v is the node's value rounded
+    to float32 first, as LightZero's `CNode::value()` returns a float.
     """
     g = value
     node = leaf
     while True:
         tree.node_value_sum[b, node] += g
         tree.node_visits[b, node] += 1
-        node_value = tree.node_value_sum[b, node] / tree.node_visits[b, node]
+        node_value = np.float32(tree.node_value_sum[b, node] / tree.node_visits[b, node])
         parent = tree.parents[b, node]
         if parent == NO_PARENT:
             update_min_max(tree, b, discount * node_value)
@@ -78,7 +87,7 @@ def backup_path(tree: Tree, discount: float, b: int, leaf: int, value: float) ->
 @njit(cache=True, error_model="numpy")
 def expand_and_backup_batch(
     tree: Tree,
-    params: PuctParams,
+    params: SearchParams,
     node: int,
     parents: np.ndarray,
     actions: np.ndarray,
@@ -99,5 +108,5 @@ def expand_and_backup_batch(
         logits: [B, A] float32 predicted prior logits at the new node.
     """
     for b in range(parents.shape[0]):
-        expand_node(tree, b, node, parents[b], actions[b], rewards[b], logits[b])
+        expand_node(tree, b, node, parents[b], actions[b], rewards[b], values[b], logits[b])
         backup_path(tree, params.discount, b, node, values[b])

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from zeropipe.mcts.tree import Tree
+
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Constants of one MuZero PUCT search (MuZero, Schrittwieser et al. 2020, appendix B).
+    """Constants of one search: PUCT (MuZero, Schrittwieser et al. 2020, appendix B) and Gumbel
+    (Danihelka et al. 2022, "Policy improvement by planning with Gumbel"; mctx semantics).
 
     Attributes:
         num_simulations: simulations per search; each expands one node, so the tree has
@@ -29,6 +32,16 @@ class SearchConfig:
             Q values barely differ is not blown up to [0, 1] (LightZero's `value_delta_max`).
         root_dirichlet_alpha: α of the Dirichlet noise mixed into the root prior (appendix C).
         root_noise_weight: weight w of that noise: prior = (1 - w)·prior + w·noise.
+        max_num_considered_actions: Gumbel: m, the root actions sampled by Gumbel top-k and
+            then halved by sequential halving (LightZero's default 4; mctx's is 16).
+        gumbel_scale: Gumbel: g = gumbel_scale · Gumbel(0, 1) per root action. 1.0 is the
+            paper's and mctx's value: g + logits is then an exact sample of the policy (the
+            Gumbel-max trick), which the paper's policy-improvement guarantee rests on.
+            LightZero uses 10 with a fixed seed, i.e. the same large "noise" at every root of
+            every search, which swamps the logits without ever exploring anything new.
+        maxvisit_init: Gumbel: c_visit of the σ transform σ(q) = (c_visit + max_b N(b))·c_scale·q
+            (paper eq. 8; mctx and LightZero default 50).
+        value_scale: Gumbel: c_scale of that transform (paper and mctx default 0.1).
     """
 
     num_simulations: int
@@ -38,6 +51,10 @@ class SearchConfig:
     value_delta_max: float = 0.01
     root_dirichlet_alpha: float = 0.3
     root_noise_weight: float = 0.25
+    max_num_considered_actions: int = 4
+    gumbel_scale: float = 1.0
+    maxvisit_init: float = 50.0
+    value_scale: float = 0.1
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -59,6 +76,27 @@ class SearchConfig:
         if not 0.0 <= self.root_noise_weight <= 1.0:
             raise ValueError(
                 f"SearchConfig.root_noise_weight must lie in [0, 1], got {self.root_noise_weight}"
+            )
+        self._check_gumbel()
+
+    def _check_gumbel(self) -> None:
+        """Validates the Gumbel constants (read only by the Gumbel policy)."""
+        if self.max_num_considered_actions < 1:
+            raise ValueError(
+                "SearchConfig.max_num_considered_actions must be >= 1, got "
+                f"{self.max_num_considered_actions}"
+            )
+        if not (self.gumbel_scale >= 0.0 and math.isfinite(self.gumbel_scale)):
+            raise ValueError(
+                f"SearchConfig.gumbel_scale must be finite and >= 0, got {self.gumbel_scale}"
+            )
+        if not (self.maxvisit_init >= 0.0 and math.isfinite(self.maxvisit_init)):
+            raise ValueError(
+                f"SearchConfig.maxvisit_init must be finite and >= 0, got {self.maxvisit_init}"
+            )
+        if not (self.value_scale > 0.0 and math.isfinite(self.value_scale)):
+            raise ValueError(
+                f"SearchConfig.value_scale must be finite and > 0, got {self.value_scale}"
             )
 
 
@@ -107,10 +145,14 @@ class SearchOutput:
     Attributes:
         visit_counts: [B, A] int32 visits of each root child (0 for illegal actions).
         root_value: [B] float32 search value of the root: its value sum over its visits, where
-            the root starts with one visit carrying the network value (mctx convention).
+            the root starts with one visit and value sum 0 (LightZero: W / (n + 1) after n
+            simulations; the network's root value is not part of it).
         q_values: [B, A] float32 r + γ·v of each root child, 0 where the child is unvisited.
+        tree: the whole search tree, for policies that read more than these root statistics
+            (Gumbel's completed Q and improved policy).
     """
 
     visit_counts: np.ndarray
     root_value: np.ndarray
     q_values: np.ndarray
+    tree: Tree | None = None

@@ -6,6 +6,11 @@ counts itself: the action to play (collect and eval variants), the policy target
 learn, the root value and the root Q values. Adding a variant is one function and one entry in
 `SEARCH_POLICIES`; the Collector, Evaluator and TargetComputer do not change. B denotes the
 batch of roots and A the actions.
+
+- `puct` (MuZero): PUCT search with Dirichlet root noise, visit-count policy target.
+- `gumbel` (Gumbel MuZero, Danihelka et al. 2022; mctx `gumbel_muzero_policy`): Gumbel top-k and
+  sequential halving at the root, the deterministic improved-policy rule below it, and the
+  improved policy softmax(logits + σ(completed Q)) as the policy target.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import numpy as np
 
 from zeropipe.mcts.acting import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchRoots
-from zeropipe.mcts.search import run_search
+from zeropipe.mcts.qtransform import root_completed_q
+from zeropipe.mcts.search import run_search, search_params
+from zeropipe.mcts.selection import GUMBEL, LOW_LOGIT
 
 # collect: exploration noise and a sampled action; eval: no noise, the greedy action;
 # reanalyze: fresh policy targets for stored states (noise as in collect; the action is unused).
@@ -101,7 +108,67 @@ def puct_policy(
     )
 
 
-SEARCH_POLICIES: dict[str, SearchPolicy] = {"puct": puct_policy}
+def gumbel_policy(
+    roots: SearchRoots,
+    recurrent_fn: RecurrentFn,
+    cfg: SearchConfig,
+    rng: np.random.Generator,
+    acting: ActingParams,
+) -> PolicyOutput:
+    """Gumbel MuZero: sequential halving at the root, improved-policy target (paper section 4).
+
+    Collect and reanalyze draw fresh Gumbel noise g = gumbel_scale · Gumbel(0, 1) per root
+    action from `rng` (LightZero's fixed-seed noise is not reproduced); eval searches with
+    g = 0. No Dirichlet noise. The policy target is the improved policy
+    π' = softmax(logits + σ(completed Q)) over legal actions (paper eq. 11), with the stored
+    root prior standing in for the logits (softmax is shift-invariant). Collect acts with the
+    sequential-halving winner, the highest g + logits + σ(completed Q) among the most visited
+    actions (paper section 4); eval with the argmax of π'. Temperature and ε are not used.
+    `q_values` is the completed Q before σ.
+    """
+    mask = roots.action_mask.astype(np.bool_)
+    if acting.mode == "eval":
+        gumbel = np.zeros(mask.shape, dtype=np.float32)
+    else:
+        gumbel = (cfg.gumbel_scale * rng.gumbel(size=mask.shape)).astype(np.float32)
+    result = run_search(
+        roots,
+        recurrent_fn,
+        cfg,
+        rng,
+        add_noise=False,
+        rule=GUMBEL,
+        gumbel=gumbel,
+    )
+    completed = np.zeros(mask.shape, dtype=np.float64)  # [B, A]
+    sigma = np.empty(mask.shape, dtype=np.float64)  # [B, A], -inf on illegal actions
+    root_completed_q(result.tree, search_params(cfg), completed, sigma)
+    with np.errstate(divide="ignore"):
+        log_prior = np.log(result.tree.children_prior[:, 0].astype(np.float64))  # [B, A]
+    improved = _softmax(log_prior + sigma)  # [B, A], 0 on illegal actions
+    counts = result.visit_counts
+    if acting.mode == "eval":
+        action = np.argmax(improved, axis=1)
+    else:
+        most_visited = counts == counts.max(axis=1, keepdims=True)
+        score = np.maximum(LOW_LOGIT, gumbel + log_prior + sigma)
+        action = np.argmax(np.where(most_visited & mask, score, -np.inf), axis=1)
+    return PolicyOutput(
+        action=action.astype(np.int64),
+        policy_target=improved.astype(np.float32),
+        root_value=result.root_value,
+        q_values=completed.astype(np.float32),
+        visit_counts=counts,
+    )
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    """Row softmax of [B, A] float64 logits; -inf entries get 0 (each row has a finite one)."""
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+SEARCH_POLICIES: dict[str, SearchPolicy] = {"puct": puct_policy, "gumbel": gumbel_policy}
 
 
 def search_policy(name: str) -> SearchPolicy:

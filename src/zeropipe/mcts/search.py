@@ -4,8 +4,9 @@ Runs in: any (collector and evaluator actors, reanalysis). B denotes the batch o
 nodes per tree (num_simulations + 1) and A the actions. All per-node work runs in the numba
 kernels of `selection.py` and `backup.py`, entered once per simulation through `simulate.py`;
 this module only moves batched arrays between them, the model, and the latent store. Variants
-(Gumbel, sampled, chance nodes) are meant to reuse this loop with other selection rule codes
-rather than copy it.
+reuse this loop with another rule code (another descent in `selection.py`) rather than copy it:
+PUCT (MuZero) and Gumbel today, sampled actions and chance nodes later. The root follows
+LightZero: one visit, value sum 0, so its reported value is W / (n + 1) after n simulations.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from zeropipe.mcts.contract import (
     SearchRoots,
     StepOutput,
 )
+from zeropipe.mcts.halving import root_considered_visits
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.selection import PUCT, PuctParams
+from zeropipe.mcts.selection import GUMBEL, PUCT, SearchParams
 from zeropipe.mcts.simulate import simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
 
@@ -32,8 +34,11 @@ def run_search(
     cfg: SearchConfig,
     rng: np.random.Generator,
     add_noise: bool,
+    *,
+    rule: int = PUCT,
+    gumbel: np.ndarray | None = None,
 ) -> SearchOutput:
-    """Runs a batched MuZero PUCT search from B roots.
+    """Runs a batched search from B roots (MuZero PUCT unless another rule code is given).
 
     Each simulation walks every tree to an unexpanded edge, calls `recurrent_fn` once for all B
     parents, expands node s + 1 of every tree and backs its value up.
@@ -44,18 +49,24 @@ def run_search(
         cfg: search constants.
         rng: source of the root Dirichlet noise (the search itself is deterministic).
         add_noise: whether to mix Dirichlet noise into the root prior (acting, not evaluation).
+        rule: which descent selects the edges (a rule code of `selection.py`).
+        gumbel: [B, A] root Gumbel noise for the GUMBEL rule; with it the tree also gets
+            its sequential-halving schedule (`cfg.max_num_considered_actions`).
 
     Returns:
-        Root visit counts, root value and root Q values.
+        Root visit counts, root value, root Q values and the tree.
 
     Raises:
-        ValueError: if the root arrays disagree in shape or a row has no legal action.
+        ValueError: if the root arrays disagree in shape, a row has no legal action, or the
+            GUMBEL rule comes without its noise.
     """
     batch_size, num_actions = _check_roots(roots)
+    if rule == GUMBEL and gumbel is None:
+        raise ValueError("run_search: the GUMBEL rule needs the root Gumbel noise `gumbel`")
     num_simulations = cfg.num_simulations
     tree = allocate_tree(batch_size, num_simulations + 1, num_actions)
-    _init_roots(tree, roots, cfg, rng if add_noise else None)
-    params = PuctParams(cfg.discount, cfg.pb_c_base, cfg.pb_c_init, cfg.value_delta_max)
+    _init_roots(tree, roots, cfg, rng if add_noise else None, gumbel)
+    params = search_params(cfg)
     latent = roots.latent.detach()
     # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
     store = latent.new_empty((num_simulations + 1, *latent.shape))
@@ -63,14 +74,26 @@ def run_search(
     batch_index = torch.arange(batch_size, device=latent.device)
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
-    _advance(tree, params, ROOT_INDEX, None, True, parents, actions)
+    _advance(tree, params, rule, ROOT_INDEX, None, True, parents, actions)
     for sim in range(num_simulations):
         parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
         # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
         step = recurrent_fn(store[parent_nodes, batch_index], actions.copy())
         store[sim + 1] = step.latent.detach()
-        _advance(tree, params, sim + 1, step, sim + 1 < num_simulations, parents, actions)
+        _advance(tree, params, rule, sim + 1, step, sim + 1 < num_simulations, parents, actions)
     return _root_output(tree, cfg.discount)
+
+
+def search_params(cfg: SearchConfig) -> SearchParams:
+    """The scalar constants of `cfg` that the compiled kernels read."""
+    return SearchParams(
+        cfg.discount,
+        cfg.pb_c_base,
+        cfg.pb_c_init,
+        cfg.value_delta_max,
+        cfg.maxvisit_init,
+        cfg.value_scale,
+    )
 
 
 def _check_roots(roots: SearchRoots) -> tuple[int, int]:
@@ -95,21 +118,38 @@ def _check_roots(roots: SearchRoots) -> tuple[int, int]:
 
 
 def _init_roots(
-    tree: Tree, roots: SearchRoots, cfg: SearchConfig, rng: np.random.Generator | None
+    tree: Tree,
+    roots: SearchRoots,
+    cfg: SearchConfig,
+    rng: np.random.Generator | None,
+    gumbel: np.ndarray | None,
 ) -> None:
-    """Sets the root priors and gives each root one visit carrying the network value (mctx)."""
+    """Sets the root priors and the root's single visit with value sum 0.
+
+    As LightZero's `Roots.prepare`: the root counts one visit but no value, so the network's
+    root value enters neither the root's value nor the min-max statistics; it is kept as the
+    root's raw value, which only Gumbel's mixed value reads.
+    """
     mask = roots.action_mask.astype(np.bool_)
     tree.children_prior[:, ROOT_INDEX] = root_prior(
         roots.policy_logits, mask, cfg.root_noise_weight, cfg.root_dirichlet_alpha, rng
     )
     tree.root_legal[:] = mask
     tree.node_visits[:, ROOT_INDEX] = 1
-    tree.node_value_sum[:, ROOT_INDEX] = roots.value
+    tree.node_raw_value[:, ROOT_INDEX] = roots.value
+    if gumbel is not None:
+        if gumbel.shape != mask.shape:
+            raise ValueError(f"gumbel has shape {gumbel.shape}, expected {mask.shape}")
+        tree.root_gumbel[:] = gumbel
+        tree.root_considered[:] = root_considered_visits(
+            mask, cfg.max_num_considered_actions, cfg.num_simulations
+        )
 
 
 def _advance(
     tree: Tree,
-    params: PuctParams,
+    params: SearchParams,
+    rule: int,
     leaf: int,
     step: StepOutput | None,
     traverse: bool,
@@ -117,7 +157,8 @@ def _advance(
     actions: np.ndarray,
 ) -> None:
     """Expands `step` as node `leaf` and backs it up (nothing when `step` is None, before the first
-    simulation), then, if `traverse`, writes the next edges into `parents` and `actions` ([B]).
+    simulation), then, if `traverse`, writes the next edges into `parents` and `actions` ([B]),
+    selecting with the descent `rule`.
     """
     batch_size, num_actions = tree.root_legal.shape
     if step is None:
@@ -129,9 +170,17 @@ def _advance(
         logits = _as_array(
             step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
         )
-    # MuZero uses PUCT at the root and below; a variant passes its own rule codes here.
     simulation_step(
-        leaf, rewards, values, logits, params, PUCT, PUCT, traverse, parents, actions, *tree
+        leaf,
+        rewards,
+        values,
+        logits,
+        params,
+        rule,
+        traverse,
+        parents,
+        actions,
+        *tree,
     )
 
 
@@ -144,7 +193,7 @@ def _as_array(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarr
 
 
 def _root_output(tree: Tree, discount: float) -> SearchOutput:
-    """Collects the root statistics of every tree."""
+    """Collects the root statistics of every tree; the root value is W / (n + 1) (LightZero)."""
     visits = tree.children_visits[:, ROOT_INDEX].copy()  # [B, A]
     q = tree.children_reward[:, ROOT_INDEX] + discount * tree.children_value[:, ROOT_INDEX]
     root = tree.node_value_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX]
@@ -152,4 +201,5 @@ def _root_output(tree: Tree, discount: float) -> SearchOutput:
         visit_counts=visits,
         root_value=root.astype(np.float32),
         q_values=np.where(visits > 0, q, 0.0).astype(np.float32),
+        tree=tree,
     )

@@ -6,6 +6,12 @@ Python → numba crossings, and the tree's fields arrive as separate array argum
 a `Tree` inside the kernel) because numba types plain arrays on a C fast path but a NamedTuple
 argument in Python: ~1 µs against ~3 µs per call, a large share of a B = 8 simulation.
 
+numba's on-disk cache (`cache=True`) keys each function by its own file only: the cached
+`simulation_step` embeds the code of `traverse_batch`, `expand_and_backup_batch` and what they
+inline from `selection.py`, `backup.py` and `qtransform.py`, and is not invalidated when only
+those files change (numba documents this limit). After editing them, delete the `*.nbi` / `*.nbc`
+files under `src/zeropipe/mcts/__pycache__/` (or touch this file), or the old kernels run.
+
 All kernels use numba's "numpy" error model: no division in them can be by zero (each is guarded
 or has a denominator >= 1 or >= value_delta_max > 0), and the "python" model's zero checks cost
 about 40% of the selection time.
@@ -17,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.backup import expand_and_backup_batch
-from zeropipe.mcts.selection import PuctParams, traverse_batch
+from zeropipe.mcts.selection import SearchParams, traverse_batch
 from zeropipe.mcts.tree import ROOT_INDEX, Tree
 
 
@@ -27,9 +33,8 @@ def simulation_step(
     rewards: np.ndarray,
     values: np.ndarray,
     logits: np.ndarray,
-    params: PuctParams,
-    root_rule: int,
-    interior_rule: int,
+    params: SearchParams,
+    rule: int,
     traverse: bool,
     parents: np.ndarray,
     actions: np.ndarray,
@@ -44,8 +49,7 @@ def simulation_step(
         values: [B] float32 predicted values of the new nodes.
         logits: [B, A] float32 predicted prior logits at the new nodes.
         params: search constants.
-        root_rule: selection rule code at the root (see `selection.py`).
-        interior_rule: selection rule code below the root.
+        rule: which descent selects the next edges (a rule code of `selection.py`).
         traverse: whether to select the edges of the next simulation.
         parents: [B] int64, in: parents of the new nodes; out: parents of the next edges.
         actions: [B] int64, in: actions of the new edges; out: actions of the next edges.
@@ -55,4 +59,4 @@ def simulation_step(
     if leaf != ROOT_INDEX:
         expand_and_backup_batch(tree, params, leaf, parents, actions, rewards, values, logits)
     if traverse:
-        traverse_batch(tree, params, root_rule, interior_rule, parents, actions)
+        traverse_batch(tree, params, rule, parents, actions)

@@ -2,7 +2,9 @@
 
 Runs in: any. B denotes the batch of roots, N = num_simulations + 1 the nodes per root and A the
 actions. Node 0 is the root; the leaf expanded by simulation s is node s + 1, so a node index also
-addresses the latent store of the search. The tree is a NamedTuple so that the numba kernels in
+addresses the latent store of the search. Every variant shares one layout: the Gumbel fields
+(raw network values, root Gumbel noise, the sequential-halving schedule) are allocated for PUCT
+too, where they stay unread. The tree is a NamedTuple so that the numba kernels in
 `selection.py` and `backup.py` take it as one argument and read its fields by name; the arrays are
 mutated in place, the tuple itself never changes.
 """
@@ -23,17 +25,24 @@ class Tree(NamedTuple):
 
     Attributes:
         children_index: [B, N, A] int32 node index of each child, UNVISITED before expansion.
-        children_prior: [B, N, A] float32 prior of each child (softmax of the node's logits).
+        children_prior: [B, N, A] float32 prior of each child (softmax of the node's logits; at
+            the root over legal actions, possibly mixed with Dirichlet noise).
         children_visits: [B, N, A] int32 visits of each child (equals the child's node_visits).
         children_reward: [B, N, A] float32 reward predicted for the edge when it was expanded.
         children_value: [B, N, A] float32 mean value of each child node (0 while unvisited).
-        node_visits: [B, N] int32 visits of each node; the root starts with 1.
-        node_value_sum: [B, N] float32 sum of the returns backed up through each node.
+        node_visits: [B, N] int32 visits of each node; the root starts with 1 (LightZero).
+        node_value_sum: [B, N] float32 sum of the returns backed up through each node; the
+            root starts at 0, so the network's root value never enters the tree (LightZero).
         parents: [B, N] int32 parent node, NO_PARENT for the root.
         action_from_parent: [B, N] int32 action that leads from the parent to the node.
         root_legal: [B, A] bool legal root actions; interior nodes treat every action as legal.
         min_q: [B] float32 smallest Q seen in each tree (+inf while none).
         max_q: [B] float32 largest Q seen in each tree (-inf while none).
+        node_raw_value: [B, N] float32 network value predicted for each node (Gumbel's mixed
+            value reads it).
+        root_gumbel: [B, A] float32 Gumbel noise g of each root action (Gumbel root rule).
+        root_considered: [B, S] int32 visit count that the root action chosen at simulation
+            index s must have (sequential halving; S = N - 1 simulations).
     """
 
     children_index: np.ndarray
@@ -48,6 +57,9 @@ class Tree(NamedTuple):
     root_legal: np.ndarray
     min_q: np.ndarray
     max_q: np.ndarray
+    node_raw_value: np.ndarray
+    root_gumbel: np.ndarray
+    root_considered: np.ndarray
 
 
 def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
@@ -75,4 +87,7 @@ def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
         root_legal=np.zeros((batch_size, num_actions), dtype=np.bool_),
         min_q=np.full(batch_size, np.inf, dtype=np.float32),
         max_q=np.full(batch_size, -np.inf, dtype=np.float32),
+        node_raw_value=np.zeros((batch_size, num_nodes), dtype=np.float32),
+        root_gumbel=np.zeros((batch_size, num_actions), dtype=np.float32),
+        root_considered=np.zeros((batch_size, num_nodes - 1), dtype=np.int32),
     )
