@@ -148,6 +148,10 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         value_delta_max=cfg.value_delta_max,
         root_dirichlet_alpha=cfg.root_dirichlet_alpha,
         root_noise_weight=cfg.root_noise_weight,
+        max_num_considered_actions=cfg.gumbel.max_num_considered_actions,
+        gumbel_scale=cfg.gumbel.gumbel_scale,
+        maxvisit_init=cfg.gumbel.maxvisit_init,
+        value_scale=cfg.gumbel.value_scale,
     )
 
 
