@@ -40,5 +40,8 @@ bench: $(STAMP)
 bench-learning: $(STAMP)
 	$(PY) -m benchmarks learning
 
+# numba's on-disk cache keys a kernel by its own file only: after editing mcts/ kernels that are
+# inlined into others (selection.py, backup.py, qtransform.py), `make clean` drops stale builds.
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	find src -name '*.nbi' -o -name '*.nbc' | xargs rm -f
