@@ -41,6 +41,29 @@ def test_row_moves_left(row: list[int], expected: list[int], reward: int) -> Non
     assert _row_left(row) == (expected, reward)
 
 
+def _textbook_row_left(exponents: list[int]) -> tuple[list[int], int]:
+    """The game's rule written plainly: slide, merge neighbours once from the left, slide."""
+    tiles = [e for e in exponents if e]
+    merged: list[int] = []
+    reward = 0
+    while tiles:
+        if len(tiles) > 1 and tiles[0] == tiles[1] and tiles[0] < board2048.MAX_EXPONENT:
+            merged.append(tiles[0] + 1)
+            reward += 2 ** (tiles[0] + 1)
+            tiles = tiles[2:]
+        else:
+            merged.append(tiles.pop(0))
+    return merged + [0] * (4 - len(merged)), reward
+
+
+def test_row_table_matches_the_textbook_rule_for_every_row() -> None:
+    for code in range(16**4):
+        row = [(code >> shift) & 15 for shift in (12, 8, 4, 0)]
+        expected, reward = _textbook_row_left(row)
+        assert board2048.ROW_LEFT[code].tolist() == expected, row
+        assert board2048.ROW_LEFT_REWARD[code] == reward, row
+
+
 def test_each_direction_moves_and_merges_towards_its_side() -> None:
     board = [[2, 2, 2, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
     tiles, reward, legal = _move(board, RIGHT)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
+from zeropipe.config import load_config
 from zeropipe.config.schema import EnvConfig
 from zeropipe.envs import GAME_2048_ENV_ID, EnvBatch, EnvError, env_spec, random_policy_scores
 from zeropipe.envs.board2048 import NO_SPAWN_CODE, decode_chance, from_tiles, planes, to_tiles
 from zeropipe.envs.env2048 import Game2048Env
+from zeropipe.pipeline.build import build_network
 
 UP, RIGHT, DOWN, LEFT = range(4)
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "2048_muzero.yaml"
 # Legal moves: right (row 3 slides) and down (column 3 slides); after right the spawn lands on
 # (3, 0) next to an 8 and a 16, so whichever tile spawns the board is dead.
 ONE_MOVE_FROM_THE_END = [[2, 4, 2, 4], [4, 2, 4, 2], [8, 4, 2, 4], [16, 32, 64, 0]]
@@ -182,3 +188,15 @@ def test_random_policy_baseline_is_reproducible_and_near_the_known_score() -> No
     # The reference measured about 1,055 for uniform random legal moves; 100 games have a standard
     # error of about 55, so a rules bug (e.g. double merges or wrong spawn odds) shows up here.
     assert 800 < scores.mean() < 1_350, scores.mean()
+
+
+def test_2048_muzero_config_builds_a_conv_network_over_the_planes() -> None:
+    cfg = load_config(CONFIG)
+    spec = env_spec(cfg.env)
+    network = build_network(cfg, spec).eval()
+    with EnvBatch(cfg.env, 3, "eval", seed=0) as batch:
+        frames, _ = batch.reset()
+    with torch.no_grad():
+        out = network.initial_inference(torch.from_numpy(frames))  # frame_stack 1: [3, 16, 4, 4]
+    assert out.policy_logits.shape == (3, 4)
+    assert out.latent.shape == (3, cfg.policy.model.num_channels, 4, 4)  # conv, not downsampled
