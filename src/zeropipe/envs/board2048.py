@@ -8,10 +8,10 @@ four 4-bit nibbles. Real play never gets there (a 65536 tile needs a board full 
 
 Moves. Every row of four exponents is one of 16**4 = 65,536 codes; `ROW_LEFT` holds, for each
 code, the row after sliding it left and `ROW_LEFT_REWARD` the sum of the tiles it merged. The
-tables are built once, vectorised, at import (≈ 10 ms). A move in any direction reads the board as
-four "lines" whose position 0 is the side the tiles move to, looks the lines up, and writes them
-back. `moves` does all four directions of a batch of boards at once, so the env learns its next
-afterstates, rewards and legal mask from one table lookup per step.
+tables are built once, vectorised, at import (tens of ms). A move in any direction reads the
+board as four "lines" whose position 0 is the side the tiles move to, looks the lines up, and
+writes them back. `moves` does all four directions of a batch of boards at once, so the env
+learns its next afterstates, rewards and legal mask from one table lookup per step.
 
 Merge rule (the standard game): tiles slide towards the move direction; two equal neighbours merge
 once, the pair nearest the move side first, and a merged tile does not merge again in the same
