@@ -15,6 +15,7 @@ import numpy as np
 from zeropipe.config.schema import EnvConfig
 from zeropipe.envs.atari import AtariGame
 from zeropipe.envs.chain import register_chain_env
+from zeropipe.envs.env2048 import register_2048_env
 from zeropipe.envs.game import Game, GymGame
 from zeropipe.envs.spec import EnvError, EnvSpec
 
@@ -23,7 +24,7 @@ Mode = Literal["collect", "eval"]
 
 @functools.cache
 def register_envs() -> None:
-    """Register the ALE ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``...) and ``zeropipe/Chain-v0``.
+    """Register the ALE ids (``ALE/Pong-v5``...), ``zeropipe/Chain-v0`` and ``zeropipe/2048-v0``.
 
     Importing ale_py is what registers its ids; `gym.register_envs` only marks the import as used.
     """
@@ -31,6 +32,7 @@ def register_envs() -> None:
 
     gym.register_envs(ale_py)
     register_chain_env()
+    register_2048_env()
 
 
 def _registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
