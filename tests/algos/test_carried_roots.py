@@ -126,3 +126,30 @@ def test_a_gru_history_restarts_at_episode_end_and_every_length_steps():
     out = roots.root(_obs(3), [0, 1], [0, 0])  # env 0: third step since its restart
     history = net.layout.unpack(out.latent)[1]
     assert history[0].abs().sum() == 0 and history[1].abs().sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [("muzero_context", MUZERO_CONTEXT), ("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS)],
+)
+@torch.no_grad()
+def test_image_observations_carry_their_chosen_child_too(name, family):
+    model = tiny_policy().model.model_copy(
+        update={"kind": "conv", "num_channels": 4, "downsample": False, "rnn_hidden_size": 8}
+    )
+    cfg = tiny_policy(type=name, model=model, context_length_init=4)
+    torch.manual_seed(0)
+    net = family.build_network((3, 6, 5), A, cfg).eval()  # [S·C, H, W], latent [4, 6, 5]
+    roots = family.root_source(net, 3, cfg)
+    frames = torch.rand(2, 3, 3, 6, 5)  # two steps of three envs
+    first = roots.root(frames[0], [0, 1, 2], [-1, -1, -1])
+    out = roots.root(frames[1], [0, 1, 2], [1, 0, -1])
+    child = net.recurrent_inference(first.latent[:2], torch.tensor([1, 0]))
+    fresh = net.initial_inference(frames[1])
+    assert out.latent.shape == fresh.latent.shape
+    if family is MUZERO_CONTEXT:
+        assert _close(out.latent[:2], child.latent)
+    else:
+        history = net.layout.unpack(out.latent)[1]
+        assert _close(history[:2], net.layout.unpack(child.latent)[1])
+    assert _close(out.latent[2], fresh.latent[2])
