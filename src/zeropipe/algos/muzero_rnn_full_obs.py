@@ -63,8 +63,13 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: PolicyConfig) -> U
             s = negative_cosine(net.project(predicted, with_grad=True), target)
             ssl = ssl + s * inp.reward_mask[:, k]
     per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
-    terms = {"policy_loss": pol, "value_loss": val, "reward_loss": rew, "entropy": ent}
-    terms["ssl_loss"] = ssl
+    terms = {
+        "policy_loss": pol,
+        "value_loss": val,
+        "reward_loss": rew,
+        "entropy": ent,
+        "ssl_loss": ssl,
+    }
     means = {name: t.detach().mean() for name, t in terms.items()}
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
 
