@@ -75,17 +75,24 @@ def bench_search_latency(
     return {"config": config, "batch_size": batch_size, "ms": 1000 * elapsed, "sims": sims}
 
 
-CONFIGS = ("configs/cartpole_muzero.yaml", "configs/cartpole_unizero.yaml")
+CONFIGS = (
+    "configs/cartpole_muzero.yaml",
+    "configs/cartpole_unizero.yaml",
+    "configs/cartpole_muzero_context.yaml",
+    "configs/cartpole_muzero_rnn_full_obs.yaml",
+)
 
 
 def main() -> None:
     """Print learner steps/s and search latency for the CartPole configs."""
-    for config in CONFIGS:
+    muzero_steps_per_s = None
+    for config in CONFIGS:  # muzero first: every other type is printed beside it
         row = bench_learner(config)
+        muzero_steps_per_s = muzero_steps_per_s or row["steps_per_s"]
         print(
             f"learner {config} batch {row['batch_size']}: {row['steps_per_s']:.1f} steps/s "
-            f"({row['ms_per_step']:.1f} ms/step; LightZero 0.2.0 MuZero: 3.4 steps/s → "
-            f"{row['steps_per_s'] / 3.4:.1f}×)"
+            f"({row['ms_per_step']:.1f} ms/step; {row['steps_per_s'] / muzero_steps_per_s:.2f}× "
+            f"muzero; LightZero 0.2.0 MuZero: 3.4 steps/s → {row['steps_per_s'] / 3.4:.1f}×)"
         )
     for config in CONFIGS:
         lat = bench_search_latency(config)

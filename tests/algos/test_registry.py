@@ -33,6 +33,9 @@ def test_every_registered_type_builds_with_its_own_options(tmp_path):
         ("muzero", {"gumbel": {"max_num_considered_actions": 8}}, "policy.gumbel"),
         ("unizero", {"gumbel": {"gumbel_scale": 2.0}}, "policy.gumbel"),
         ("gumbel_muzero", {"kv_cache_clear_interval": 10}, "policy.kv_cache_clear_interval"),
+        ("muzero", {"context_length_init": 3}, "policy.context_length_init"),
+        ("unizero", {"context_length_init": 3}, "policy.context_length_init"),
+        ("muzero_context", {"gumbel": {"gumbel_scale": 2.0}}, "policy.gumbel"),
     ],
 )
 def test_another_types_option_is_a_config_error_naming_the_key(tmp_path, policy_type, policy, key):
@@ -48,6 +51,20 @@ def test_a_world_model_setting_on_a_muzero_config_is_refused(tmp_path):
     raw["policy"]["model"]["world_model"]["embed_dim"] = 32
     with pytest.raises(ConfigError, match=r"policy\.model\.world_model"):
         registry.algorithm_for(config_from_dict(raw).policy)
+
+
+@pytest.mark.parametrize("policy_type", ["muzero", "muzero_context"])
+def test_a_gru_history_size_on_another_type_is_refused(tmp_path, policy_type):
+    raw = tiny_config(tmp_path, type=policy_type).model_dump(mode="json")
+    raw["policy"]["model"]["rnn_hidden_size"] = 32
+    with pytest.raises(ConfigError, match=r"policy\.model\.rnn_hidden_size.*muzero_rnn_full_obs"):
+        registry.algorithm_for(config_from_dict(raw).policy)
+
+
+def test_the_context_length_is_an_option_of_both_carried_root_types(tmp_path):
+    for name in ("muzero_context", "muzero_rnn_full_obs"):
+        cfg = tiny_config(tmp_path, type=name, context_length_init=3)
+        assert registry.algorithm_for(cfg.policy).name == name
 
 
 def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):

@@ -161,7 +161,7 @@ def actor_search(
     """The policy type's search over `network` (moved to `device`) and its per-env root state."""
     algo = algorithm(cfg.policy.type)
     search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device)
-    return search, algo.family.root_source(search.network, num_envs)
+    return search, algo.family.root_source(search.network, num_envs, cfg.policy)
 
 
 @torch.no_grad()

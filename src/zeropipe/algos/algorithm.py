@@ -64,8 +64,8 @@ class Family(Protocol):
         """Per-sample training loss of one batch."""
         ...
 
-    def root_source(self, network: Network, num_envs: int) -> RootSource:
-        """Per-env acting state for `num_envs` envs."""
+    def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> RootSource:
+        """Per-env acting state for `num_envs` envs (`cfg` holds the type's acting options)."""
         ...
 
 

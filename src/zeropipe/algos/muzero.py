@@ -32,11 +32,13 @@ class ContextFreeRoots:
 class MuZeroFamily:
     """MuZero's h, g, f with the K-step unroll loss; optional SSL consistency (EfficientZero)."""
 
+    network_class: type[torch.nn.Module] = MuZeroNetwork  # a variant may extend MuZero's network
+
     def build_network(
         self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
-    ) -> MuZeroNetwork:
-        """MuZeroNetwork; the SSL projection only when its loss is on (keeps snapshots small)."""
-        return MuZeroNetwork(
+    ) -> torch.nn.Module:
+        """`network_class`; the SSL projection only when its loss is on (keeps snapshots small)."""
+        return self.network_class(
             input_shape, num_actions, cfg.model, with_projection=cfg.ssl_loss_weight > 0
         )
 
@@ -55,7 +57,7 @@ class MuZeroFamily:
         """`unroll_loss` with the config's term weights."""
         return unroll_loss(net, inputs, loss_weights(cfg))
 
-    def root_source(self, network: Network, num_envs: int) -> ContextFreeRoots:
+    def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> ContextFreeRoots:
         """Context-free roots."""
         return ContextFreeRoots(network)
 

@@ -12,11 +12,14 @@ from pydantic import BaseModel
 
 from zeropipe.algos.algorithm import Algorithm
 from zeropipe.algos.muzero import MUZERO
+from zeropipe.algos.muzero_context import MUZERO_CONTEXT
+from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 
 # Config keys under `policy` that only some types read.
 _UNIZERO_OPTIONS = ("model.world_model", "kv_cache_clear_interval")
+_RNN_OPTIONS = ("context_length_init", "model.rnn_hidden_size")
 
 ALGORITHMS: dict[str, Algorithm] = {
     algo.name: algo
@@ -24,6 +27,8 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
+        Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
+        Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
     )
 }
 

@@ -91,7 +91,9 @@ class UniZeroFamily:
         """`unizero_loss`."""
         return unizero_loss(net, target_net, inputs, cfg, train_iter)
 
-    def root_source(self, network: UniZeroNetwork, num_envs: int) -> RootContexts:
+    def root_source(
+        self, network: UniZeroNetwork, num_envs: int, cfg: PolicyConfig
+    ) -> RootContexts:
         """KV-cached root contexts, one per env."""
         return network.new_root_contexts(num_envs)
 

@@ -117,6 +117,12 @@ class ModelConfig(_Strict):
     world_model: WorldModelConfig = Field(
         default_factory=WorldModelConfig, description="UniZero transformer settings."
     )
+    rnn_hidden_size: int = Field(
+        512,
+        ge=1,
+        description="muzero_rnn_full_obs: size of the GRU latent history carried along an "
+        "unroll, per node in the search and per env in acting.",
+    )
 
 
 class EpsilonGreedyConfig(_Strict):
@@ -330,6 +336,13 @@ class PolicyConfig(_Strict):
         ge=0,
         description="UniZero: invalidate every env's root KV cache every this many env steps of "
         "that env (0 disables); caches are rebuilt exactly from the raw recent observations.",
+    )
+    context_length_init: int = Field(
+        5,
+        ge=1,
+        description="muzero_context / muzero_rnn_full_obs: acting re-encodes the root from the "
+        "observation (muzero_context) or restarts the latent history (muzero_rnn_full_obs) at "
+        "every episode start and every this many env steps of an env; 1 is plain muzero acting.",
     )
     gumbel: GumbelConfig = Field(
         default_factory=GumbelConfig, description="Gumbel search settings (gumbel_muzero only)."

@@ -122,13 +122,9 @@ class MuZeroNetwork(nn.Module):
         Returns:
             Root latents, value and policy logits, and the zero-reward logits.
         """
-        if obs.dtype == torch.uint8:
-            obs = obs.float().div_(255.0)
-        elif not obs.is_floating_point():
-            obs = obs.float()
-        latent = self._normalised(self.representation(obs))
+        latent = self.encode(obs)
         value_logits, policy_logits = self.prediction(latent)
-        reward_logits = self._initial_reward_logits.expand(obs.shape[0], -1)  # [B, S_r]
+        reward_logits = self.zero_reward_logits(obs.shape[0])
         return NetworkOutput(latent, value_logits, reward_logits, policy_logits)
 
     def recurrent_inference(self, latent: Tensor, action: Tensor) -> NetworkOutput:
@@ -142,10 +138,27 @@ class MuZeroNetwork(nn.Module):
             Next latents (the reward and prediction heads read the normalised latent), reward,
             value and policy logits.
         """
-        next_latent = self._normalised(self.dynamics(latent, action))
+        next_latent = self.next_latent(latent, action)
         reward_logits = self.reward_head(next_latent)
         value_logits, policy_logits = self.prediction(next_latent)
         return NetworkOutput(next_latent, value_logits, reward_logits, policy_logits)
+
+    def encode(self, obs: Tensor) -> Tensor:
+        """h alone: observations [B, *input_shape] (any dtype, see `initial_inference`) ->
+        (normalised) latents [B, *latent_shape]."""
+        if obs.dtype == torch.uint8:
+            obs = obs.float().div_(255.0)
+        elif not obs.is_floating_point():
+            obs = obs.float()
+        return self._normalised(self.representation(obs))
+
+    def next_latent(self, latent: Tensor, action: Tensor) -> Tensor:
+        """g's latent alone: latents [B, *latent_shape], int64 actions [B] -> next latents."""
+        return self._normalised(self.dynamics(latent, action))
+
+    def zero_reward_logits(self, batch_size: int) -> Tensor:
+        """The reward logits of a root (the two-hot of 0), a broadcast view.  # [B, S_r]"""
+        return self._initial_reward_logits.expand(batch_size, -1)
 
     def project(self, latent: Tensor, with_grad: bool) -> Tensor:
         """SSL embedding of latents (EfficientZero consistency loss).

@@ -1,0 +1,116 @@
+"""The muzero_rnn_full_obs family: MuZero with a GRU latent history, trained with teacher forcing.
+
+Runs in: any (network building and acting state in every process; the loss in the driver).
+LightZero `MuZeroRNNFullObsPolicy` (lightzero_facts §1.2.3): the unroll feeds the dynamics the
+*encoded true* observation of every step (teacher forcing) while the GRU history runs along the
+stored actions; value and policy are read from the true latent with the history, the reward from
+the predicted one, and an SSL consistency loss pulls the predicted next latent towards the encoded
+one. Acting carries each env's history along the actions actually taken (the chosen child's
+history, `carried_roots`) and restarts it at an episode start and every `context_length_init`
+steps, as the reference's model does; the root latent is always the encoded observation.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zeropipe.algos.carried_roots import CarriedRoots
+from zeropipe.algos.losses import (
+    UnrollInputs,
+    UnrollLoss,
+    _prediction_terms,
+    _scale_gradient,
+    cross_entropy,
+    negative_cosine,
+)
+from zeropipe.algos.muzero import MuZeroFamily, loss_weights
+from zeropipe.config import PolicyConfig
+from zeropipe.models import HistoryNetwork, NetworkOutput, logits_to_scalar, scalar_to_two_hot
+
+
+def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: PolicyConfig) -> UnrollLoss:
+    """Per-sample teacher-forced unroll loss.
+
+    Args:
+        net: the HistoryNetwork being trained.
+        inp: targets and masks; `inp.obs_seq` holds the K+1 stacked observations [B, K+1, ...].
+        cfg: loss weights.
+
+    Returns:
+        UnrollLoss with `per_sample` [B] and the root value prediction [B]. Step terms after the
+        root are scaled by 1/K and the dynamics' input gradient is halved, as in `unroll_loss`.
+    """
+    w = loss_weights(cfg)
+    b, k_steps = inp.actions.shape
+    true = net.encode(inp.obs_seq.flatten(0, 1)).unflatten(0, (b, k_steps + 1))  # [B, K+1, ...]
+    value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
+    reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
+    history = net.zero_history(b, true)  # [B, H] training starts every unroll with no history
+    out = _read(net, true[:, 0], history, None)
+    root_value = logits_to_scalar(out.value_logits.detach(), net.value_support)
+    pol, val, ent = _prediction_terms(out, inp, value_cat, 0)
+    rew, ssl = torch.zeros_like(pol), torch.zeros_like(pol)
+    for k in range(k_steps):
+        entry = _scale_gradient(true[:, k], 0.5)
+        predicted, history = net.transition(entry, history, inp.actions[:, k])
+        out = _read(net, true[:, k + 1], history, predicted)
+        p, v, e = _prediction_terms(out, inp, value_cat, k + 1)
+        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
+        pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
+        rew = rew + r / k_steps
+        if w.ssl > 0:
+            target = net.project(true[:, k + 1].detach(), with_grad=False)
+            s = negative_cosine(net.project(predicted, with_grad=True), target)
+            ssl = ssl + s * inp.reward_mask[:, k]
+    per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
+    terms = {
+        "policy_loss": pol,
+        "value_loss": val,
+        "reward_loss": rew,
+        "entropy": ent,
+        "ssl_loss": ssl,
+    }
+    means = {name: t.detach().mean() for name, t in terms.items()}
+    return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def _read(net: HistoryNetwork, latent, history, predicted) -> NetworkOutput:
+    """Value and policy of the true latent with the history; reward of the predicted latent."""
+    value_logits, policy_logits = net.core.prediction(net.fused(latent, history))
+    if predicted is None:
+        reward_logits = net.core.zero_reward_logits(latent.shape[0])
+    else:
+        reward_logits = net.core.reward_head(net.fused(predicted, history))
+    return NetworkOutput(latent, value_logits, reward_logits, policy_logits)
+
+
+def history_roots(
+    network: HistoryNetwork, obs: torch.Tensor, rows: torch.Tensor, child: NetworkOutput | None
+) -> NetworkOutput:
+    """A `RootCombiner`: the encoded observations read with the carried children's histories
+    (packed in their latents), empty histories elsewhere."""
+    history = network.zero_history(obs.shape[0], obs.float())  # [B, H]
+    if child is not None:
+        history = history.index_copy(0, rows, network.layout.unpack(child.latent)[1])
+    return network.root(obs, history)
+
+
+class MuZeroRNNFullObsFamily(MuZeroFamily):
+    """HistoryNetwork, the teacher-forced loss and per-env histories."""
+
+    network_class = HistoryNetwork
+
+    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+        """Teacher forcing encodes every unroll step's observation."""
+        return True
+
+    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+        """`history_loss`."""
+        return history_loss(net, inputs, cfg)
+
+    def root_source(self, network: HistoryNetwork, num_envs: int, cfg: PolicyConfig):
+        """Per-env histories, restarted every `cfg.context_length_init` steps."""
+        return CarriedRoots(network, num_envs, cfg.context_length_init, history_roots)
+
+
+MUZERO_RNN_FULL_OBS = MuZeroRNNFullObsFamily()
