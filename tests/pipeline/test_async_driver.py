@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import multiprocessing as mp
 import os
 import signal
-from pathlib import Path
 
 import pytest
 
+from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
-
-
-def events(run: Path) -> list[dict]:
-    path = run / "log" / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
-
-
-async def wait_for_event(run: Path, predicate, timeout_s: float = 120.0) -> dict:
-    """Poll the metrics log until an event matches (a condition wait with a hard timeout)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        for event in events(run):
-            if predicate(event):
-                return event
-        await asyncio.sleep(0.05)
-    raise AssertionError("event never appeared")
 
 
 async def test_two_collectors_and_an_evaluator(tmp_path):

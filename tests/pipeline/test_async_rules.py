@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
+from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.schedule import should_publish
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
-
-
-def events(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "log" / "metrics.jsonl").read_text().splitlines()]
 
 
 @pytest.mark.parametrize(

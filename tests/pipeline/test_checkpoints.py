@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import logging
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.pipeline import run_dir as run_dir_module
 from zeropipe.pipeline.async_driver import train_async
@@ -24,10 +24,6 @@ from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import snapshot as snapshot_module
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("no_leaks")]
-
-
-def events(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "log" / "metrics.jsonl").read_text().splitlines()]
 
 
 def train(pipeline: str, cfg):
