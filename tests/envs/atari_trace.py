@@ -66,7 +66,9 @@ def step_digest(step: BatchStep) -> str:
         h.update(f"reset{index}".encode())
         h.update(step.reset_frames[index].tobytes())
     for index in sorted(step.episode_returns):
-        h.update(f"game{index}:{step.episode_returns[index]}:{step.episode_lengths[index]}".encode())
+        h.update(
+            f"game{index}:{step.episode_returns[index]}:{step.episode_lengths[index]}".encode()
+        )
     return h.hexdigest()[:16]
 
 
