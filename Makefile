@@ -8,7 +8,7 @@ CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install train test lint format bench clean
+.PHONY: install train test lint format bench bench-gpu clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+# The Pong sync/async table on a GPU machine: CUDA torch into .venv-gpu, GPU-sized models (issue 14).
+bench-gpu:
+	TORCH_SPEC="$(TORCH_SPEC)" benchmarks/gpu_pong.sh
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache
