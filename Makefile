@@ -36,7 +36,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
-# The Pong sync/async table on a GPU machine: CUDA torch into .venv-gpu, GPU-sized models (issue 14).
+# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models (issue 14).
 bench-gpu:
 	TORCH_SPEC="$(TORCH_SPEC)" benchmarks/gpu_pong.sh
 

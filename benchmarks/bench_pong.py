@@ -42,6 +42,15 @@ def _sets(overrides: list[str]) -> list[str]:
     return [arg for item in overrides for arg in ("--set", item)]
 
 
+def _run_window(config: str, window_s: float, args: list[str], workdir: Path) -> dict[str, Any]:
+    """`bench_pipeline._run`, or zero rates when no metrics event fell inside the window."""
+    try:
+        return _run(config, window_s, args, workdir)
+    except ValueError:  # max() of no events: the first collect outlasted the window
+        print(f"  no metrics event within {window_s:.0f} s: raise --window-s", flush=True)
+        return {"envstep_per_s": 0.0, "learner_steps_per_s": 0.0}
+
+
 def bench_pong_pipeline(
     config: str, window_s: float, overrides: list[str], collectors: int = 2
 ) -> dict[str, Any]:
@@ -55,9 +64,9 @@ def bench_pong_pipeline(
     for name, extra in (("sync", []), ("async", async_args)):
         with tempfile.TemporaryDirectory() as tmp:
             args = ["--set", "exp_name=run", *_sets(overrides), *extra]
-            rows[name] = _run(config, window_s, args, Path(tmp))
-    ratio = {
-        key: rows["async"][key] / max(rows["sync"][key], 1e-9)
+            rows[name] = _run_window(config, window_s, args, Path(tmp))
+    ratio = {  # None where sync made no progress in the window
+        key: rows["async"][key] / rows["sync"][key] if rows["sync"][key] > 0 else None
         for key in ("envstep_per_s", "learner_steps_per_s")
     }
     return {"config": config, "window_s": window_s, **rows, "ratio": ratio}
@@ -135,9 +144,12 @@ def _print_pipeline(res: dict[str, Any]) -> None:
     for name in ("sync", "async"):
         r = res[name]
         print(f"{name:>10} {r['envstep_per_s']:>12.2f} {r['learner_steps_per_s']:>16.2f}")
-    env_ratio, learner_ratio = res["ratio"]["envstep_per_s"], res["ratio"]["learner_steps_per_s"]
+    env_ratio, learner_ratio = (
+        "n/a" if value is None else f"{value:.2f}×"
+        for value in (res["ratio"]["envstep_per_s"], res["ratio"]["learner_steps_per_s"])
+    )
     print(
-        f"{'async/sync':>10} {env_ratio:>11.2f}× {learner_ratio:>15.2f}×"
+        f"{'async/sync':>10} {env_ratio:>12} {learner_ratio:>16}"
         "   (issue 14 wants ≥ 1.3× MuZero, ≥ 1.0× UniZero env steps/s)",
         flush=True,
     )

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One command for the Pong sync/async table on a GPU machine (issue 14), in under 10 minutes:
 #   benchmarks/gpu_pong.sh            # CUDA torch into $VENV, GPU-sized models, 90 s a side
-#   benchmarks/gpu_pong.sh --cpu      # same path on CPU: the configs as they are, 20 s a side
-# Variables: VENV (default .venv-gpu; with an existing venv whose torch fits, nothing is
-# installed), TORCH_SPEC (default torch==2.13.0), TORCH_INDEX (the CUDA wheel index),
-# WINDOW_S (seconds per pipeline run), TIMEOUT_S (whole bench; 570 on a GPU, none on CPU). Extra arguments go to `python -m benchmarks.bench_pong`.
+#   benchmarks/gpu_pong.sh --cpu      # same path on CPU: the configs' models, 60 s a side
+# Variables: VENV (default build/venv-gpu, git-ignored; an existing venv whose torch fits is used
+# as it is), TORCH_SPEC (default torch==2.13.0), TORCH_INDEX (the CUDA wheel index),
+# WINDOW_S (seconds per pipeline run), TIMEOUT_S (whole bench; 570 on a GPU, none on CPU).
+# Extra arguments go to `python -m benchmarks.bench_pong`.
 # Runs in: a shell at the repository root (or anywhere: it changes there itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,16 +15,17 @@ if [[ "${1:-}" == "--cpu" ]]; then
   CPU=1
   shift
 fi
-VENV=${VENV:-.venv-gpu}
+VENV=${VENV:-build/venv-gpu}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 TORCH_INDEX=${TORCH_INDEX:-https://download.pytorch.org/whl/cu128}
 PY="$VENV/bin/python"
 
 if [[ $CPU == 1 ]]; then
-  WINDOW_S=${WINDOW_S:-20}
+  WINDOW_S=${WINDOW_S:-60}
   TIMEOUT_S=${TIMEOUT_S:-0}
   TORCH_CHECK="import torch"
-  SETS=(--set policy.device=cpu)
+  # The learner starts early so that the short window has learner steps to count.
+  SETS=(--set policy.device=cpu --set policy.train_start_after_envsteps=400)
 else
   WINDOW_S=${WINDOW_S:-90}
   TIMEOUT_S=${TIMEOUT_S:-570}
@@ -56,5 +58,5 @@ fi
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 [[ $CPU == 1 ]] || nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 
-PYTHONPATH="src:.${PYTHONPATH:+:$PYTHONPATH}" exec timeout "$TIMEOUT_S" "$PY" -m benchmarks.bench_pong \
-  --window-s "$WINDOW_S" "${SETS[@]}" "$@"
+export PYTHONPATH="src:.${PYTHONPATH:+:$PYTHONPATH}"
+exec timeout "$TIMEOUT_S" "$PY" -m benchmarks.bench_pong --window-s "$WINDOW_S" "${SETS[@]}" "$@"
