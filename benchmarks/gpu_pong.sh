@@ -24,8 +24,13 @@ if [[ $CPU == 1 ]]; then
   WINDOW_S=${WINDOW_S:-60}
   TIMEOUT_S=${TIMEOUT_S:-0}
   TORCH_CHECK="import torch"
-  # The learner starts early so that the short window has learner steps to count.
-  SETS=(--set policy.device=cpu --set policy.train_start_after_envsteps=400)
+  # The learner starts early and the first evaluation (at train_iter 0, before any collect in the
+  # sync pipeline) plays short games, so that a short window has steps of both kinds to count.
+  SETS=(
+    --set policy.device=cpu
+    --set policy.train_start_after_envsteps=400
+    --set env.eval_max_episode_steps=100
+  )
 else
   WINDOW_S=${WINDOW_S:-90}
   TIMEOUT_S=${TIMEOUT_S:-570}
