@@ -8,7 +8,7 @@ CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install train test lint format bench bench-learning clean
+.PHONY: install train test lint format bench bench-learning bench-gpu clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ bench: $(STAMP)
 # Configs x seeds judged by their eval curves (long: tens of minutes on 2 cores).
 bench-learning: $(STAMP)
 	$(PY) -m benchmarks learning
+
+# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models (issue 14).
+bench-gpu:
+	TORCH_SPEC="$(TORCH_SPEC)" benchmarks/gpu_pong.sh
 
 # numba's on-disk cache keys a kernel by its own file only: after editing mcts/ kernels that are
 # inlined into others (selection.py, backup.py, qtransform.py), `make clean` drops stale builds.

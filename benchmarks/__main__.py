@@ -1,11 +1,22 @@
-"""`python -m benchmarks`: search, learner and transport figures in one run."""
+"""`python -m benchmarks`: search, learner and transport figures in one run.
+
+Sections in `OPTIONAL` (the Pong pipeline, about 20 minutes) run only when named:
+``python -m benchmarks pong``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from benchmarks import bench_learner, bench_pipeline, bench_search, bench_transport, learning
+from benchmarks import (
+    bench_learner,
+    bench_pipeline,
+    bench_pong,
+    bench_search,
+    bench_transport,
+    learning,
+)
 
 SECTIONS = {
     "search": bench_search.main,
@@ -13,6 +24,7 @@ SECTIONS = {
     "transport": bench_transport.main,
     "pipeline": bench_pipeline.main,
 }
+OPTIONAL = {"pong": bench_pong.main}
 
 
 # Long sections, run only when named: `python -m benchmarks learning --help`.
@@ -25,14 +37,18 @@ def main() -> None:
         ON_REQUEST[sys.argv[1]](sys.argv[2:])
         return
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("sections", nargs="*", help=f"any of {', '.join(SECTIONS)} (default: all)")
+    names = ", ".join([*SECTIONS, *OPTIONAL])
+    parser.add_argument(
+        "sections", nargs="*", help=f"any of {names} (default: all but {', '.join(OPTIONAL)})"
+    )
     args = parser.parse_args()
-    unknown = set(args.sections) - set(SECTIONS)
+    known = {**SECTIONS, **OPTIONAL}
+    unknown = set(args.sections) - set(known)
     if unknown:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
     for name in args.sections or SECTIONS:
         print(f"\n== {name} ==", flush=True)
-        SECTIONS[name]()
+        known[name]()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,15 @@ Why not gymnasium's wrappers: `AtariPreprocessing` needs OpenCV and resets the g
 rather than continuing it; a stack of per-frame wrappers copies every frame's screen. Driving the
 ALE directly fetches only the two screens that are max-pooled. The env's `reset` is still used, so
 seeding goes through the ALE's own path.
+
+Why not ale-py's vector env (`ale_py.vector_env.AtariVectorEnv`, games stepped by C++ threads):
+its preprocessing gives other observations for the same seed and actions. It presses FIRE before
+the no-ops rather than after them, draws 0..noop_max-1 no-ops from its own C++ RNG, restarts the
+whole game on a lost life with episodic life (rather than continuing it), counts its time limit in
+frames and resizes with OpenCV's fixed-point INTER_AREA. Nor can Python threads step these games in
+parallel: `ALEInterface.act` holds the GIL. Most of a step is the emulator itself (`act`, about
+three quarters of the CPU time of a Pong step; screen fetches and the resize share the rest), and
+tests/envs/test_atari_trace.py pins the observations frame by frame for any faster path.
 """
 
 from __future__ import annotations
