@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchmarks import bench_learner, bench_pipeline, bench_search, bench_transport, learning
+from benchmarks import (
+    bench_embed,
+    bench_learner,
+    bench_pipeline,
+    bench_search,
+    bench_transport,
+    learning,
+)
 
 SECTIONS = {
     "search": bench_search.main,
@@ -15,8 +22,8 @@ SECTIONS = {
 }
 
 
-# Long sections, run only when named: `python -m benchmarks learning --help`.
-ON_REQUEST = {"learning": learning.main}
+# Long sections, run only when named: `python -m benchmarks learning --help`, `... embed`.
+ON_REQUEST = {"learning": learning.main, "embed": bench_embed.main}
 
 
 def main() -> None:
