@@ -88,10 +88,7 @@ async def test_events_status_and_endpoint_agree_with_metrics_jsonl(tmp_path):
         assert any(e.event == name for e in events)
     assert events[-1].reason == summary.stop_reason == "max_env_step"
     evals = [e for e in events if isinstance(e, EvalEvent)]
-    assert (
-        evals[-1].reward_mean
-        == log[-1 - [r["event"] for r in log][::-1].index("eval")]["reward_mean"]
-    )
+    assert evals[-1].reward_mean == [r for r in log if r["event"] == "eval"][-1]["reward_mean"]
     left = [e async for e in slow]
     assert len(left) == 2 and isinstance(left[-1], StopEvent)
 
