@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from benchmarks import (
+    bench_embed,
     bench_learner,
     bench_pipeline,
     bench_pong,
@@ -27,8 +28,8 @@ SECTIONS = {
 OPTIONAL = {"pong": bench_pong.main}
 
 
-# Long sections, run only when named: `python -m benchmarks learning --help`.
-ON_REQUEST = {"learning": learning.main}
+# Long sections, run only when named: `python -m benchmarks learning --help`, `... embed`.
+ON_REQUEST = {"learning": learning.main, "embed": bench_embed.main}
 
 
 def main() -> None:

@@ -5,6 +5,13 @@ Embedding the async pipeline in an asyncio application::
     from zeropipe import load_config, train_async
 
     summary = await train_async(load_config("configs/cartpole_muzero.yaml"))
+
+or, to follow it as it runs (README: "Embedding the async driver")::
+
+    run = start(load_config("configs/cartpole_muzero.yaml"))
+    async for event in run.events():  # CollectEvent, TrainEvent, EvalEvent, ..., StopEvent
+        print(event.event, event.envstep, run.status()["best_eval"])
+    await run.stop()
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["load_config", "train_async", "train_sync"]
+__all__ = ["load_config", "start", "train_async", "train_sync"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from zeropipe.pipeline.async_driver import train_async
 
         return train_async
+    if name == "start":
+        from zeropipe.pipeline.embed import start
+
+        return start
     if name == "train_sync":
         from zeropipe.pipeline.sync import train_sync
 

@@ -16,9 +16,13 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
+
+if TYPE_CHECKING:
+    from zeropipe.pipeline.run_state import RunSummary
 
 log = logging.getLogger("zeropipe.cli")
 
@@ -50,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue the run in exp_name from ckpt/ckpt_latest.pth.tar (learner, buffer, "
         "counters, RNG); without it, an exp_name that already holds a run is refused",
+    )
+    train.add_argument(
+        "--status",
+        metavar="HOST:PORT",
+        help="serve GET /metrics (Prometheus) and GET /status (JSON) there while the async "
+        "pipeline runs, e.g. 127.0.0.1:9100 (port 0: a free port, printed); off by default",
     )
     sub.add_parser("config", parents=[common], help="print the resolved config")
     _add_eval_parser(sub)
@@ -112,11 +122,19 @@ def _train(args: argparse.Namespace) -> int:
     cfg = load_checked(args.config, args.overrides)
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
+    if args.status is not None and not cfg.policy.async_pipeline.enabled:
+        raise ConfigError(
+            "--status: the status endpoint is served by the async pipeline; add "
+            "--async-pipeline (the sync loop has no event loop to serve it from)"
+        )
     if cfg.policy.async_pipeline.enabled:
         from zeropipe.pipeline.async_driver import check_async_options
+        from zeropipe.pipeline.status_server import parse_address
 
         check_async_options(cfg)  # before anything is written
-        summary = _run_async(cfg, show_progress=not args.quiet, resume=args.resume)
+        if args.status is not None:
+            parse_address(args.status)
+        summary = _run_async(cfg, not args.quiet, args.resume, args.status)
     else:
         from zeropipe.pipeline.sync import train_sync
 
@@ -157,15 +175,14 @@ def _plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool):
+def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool, status: str | None):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
-    writes the final checkpoint) and then raises KeyboardInterrupt.
+    writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
+    served on the same loop for as long as the run lasts.
     """
     import asyncio
-
-    from zeropipe.pipeline.async_driver import train_async
 
     try:
         import uvloop
@@ -175,9 +192,33 @@ def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool):
         factory = None
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(train_async(cfg, show_progress=show_progress, resume=resume))
+            return runner.run(_train_coroutine(cfg, show_progress, resume, status))
     finally:
         _stop_resource_tracker()
+
+
+async def _train_coroutine(
+    cfg: ExperimentConfig, show_progress: bool, resume: bool, status: str | None
+) -> RunSummary:
+    """`train_async`, beside the status endpoint when one was asked for."""
+    import asyncio
+
+    from zeropipe.pipeline.async_driver import train_async
+    from zeropipe.pipeline.status import RunMonitor
+    from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
+
+    if status is None:
+        return await train_async(cfg, show_progress=show_progress, resume=resume)
+    monitor = RunMonitor(asyncio.get_running_loop())
+    server = StatusServer(bind(*parse_address(status)), monitor.status)
+    await server.start()
+    host, port = server.address
+    print(f"status endpoint: http://{host}:{port}/metrics and /status", file=sys.stderr, flush=True)
+    try:
+        return await train_async(cfg, show_progress=show_progress, resume=resume, monitor=monitor)
+    finally:
+        monitor.bus.close()
+        await server.close()
 
 
 def _stop_resource_tracker() -> None:

@@ -10,7 +10,9 @@ buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterati
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
 `asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
 before waiting for the workers, so a second Ctrl-C during that wait cannot skip it), stops its
-workers and unlinks its shared memory before re-raising.
+workers and unlinks its shared memory before re-raising. Its heavy work runs on one dedicated
+thread that it awaits (heavy_thread.py), so the loop it shares stays responsive; `zeropipe.start`
+(embed.py) wraps it with an event stream, a status and an optional status endpoint.
 """
 
 from __future__ import annotations
@@ -19,15 +21,19 @@ import asyncio
 import logging
 import os
 import time
+from typing import Any
 
 import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.status import RunMonitor
 from zeropipe.pipeline.supervisor import WorkerPool
 from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import ParamLayout, SnapshotPublisher
@@ -36,7 +42,11 @@ log = logging.getLogger("zeropipe.driver")
 
 
 async def train_async(
-    cfg: ExperimentConfig, *, show_progress: bool = True, resume: bool = False
+    cfg: ExperimentConfig,
+    *,
+    show_progress: bool = True,
+    resume: bool = False,
+    monitor: RunMonitor | None = None,
 ) -> RunSummary:
     """Train with the async pipeline until a stop rule fires or the task is cancelled.
 
@@ -44,6 +54,8 @@ async def train_async(
         cfg: the experiment config (its `policy.async_pipeline` section is used).
         show_progress: draw the live progress line on stderr.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
+        monitor: receives every metrics record as it is written, and the worker states
+            (`zeropipe.start` passes one; see embed.py).
 
     Returns:
         How the run ended.
@@ -58,19 +70,45 @@ async def train_async(
     """
     check_async_options(cfg)
     check_run_dir(cfg, resume)  # fail before anything is written
+    threads = learner_threads(cfg)
+    torch.set_num_threads(threads)
+    heavy = HeavyThread(threads)
+    try:
+        # Building the learner (and reading a checkpoint) is heavy work too.
+        state, cancelled = await heavy.settle(_prepare, cfg, resume, monitor)
+        return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)
+    finally:
+        heavy.close()
+
+
+def _prepare(cfg: ExperimentConfig, resume: bool, monitor: RunMonitor | None) -> RunState:
+    """Components, run directory and (resuming) the restored state; on the heavy thread."""
     loaded = load_latest(cfg.exp_name) if resume else None
-    start = time.monotonic()
-    ap = cfg.policy.async_pipeline
-    torch.set_num_threads(learner_threads(cfg))
     comps = build_driver(cfg)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     run = RunDir(cfg, resume=resume)
+    if monitor is not None:
+        run.metrics.listeners.append(monitor.bus.publish)
     state = RunState(cfg, run, trainer)
     if loaded is not None:
         state.restore_latest(loaded)
-        del loaded  # the buffer copy in the payload is not needed any more
+    return state
+
+
+async def _drive(
+    cfg: ExperimentConfig,
+    state: RunState,
+    heavy: HeavyThread,
+    cancelled: bool,
+    show_progress: bool,
+    monitor: RunMonitor | None,
+) -> RunSummary:
+    """Start the workers, run the loop, and on any exit: final checkpoint, shutdown, stop line."""
+    start = time.monotonic()
+    ap = cfg.policy.async_pipeline
+    run = state.run
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
-    layout = ParamLayout.from_state_dict(comps.learner.network.state_dict())
+    layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
     publisher = SnapshotPublisher(layout)
     inbox: asyncio.Queue = asyncio.Queue()
     pool = WorkerPool(
@@ -82,15 +120,20 @@ async def train_async(
         ap.evaluator_num_cpus,
         inbox,
     )
-    driver = AsyncRun(cfg, state, pool, publisher, inbox, progress)
+    if monitor is not None:
+        monitor.board.worker_states = lambda: worker_states(pool)
+    driver = AsyncRun(cfg, state, pool, publisher, inbox, progress, heavy)
     try:
+        if cancelled:
+            raise asyncio.CancelledError  # arrived while the run was being built
         await pool.start()
         await driver.loop()
     except asyncio.CancelledError:
-        state.stop_reason = state.stop_reason or "cancelled"
+        cancelled = True
         raise
     finally:
-        ckpt_error = state.final_checkpoint()  # before the wait: a 2nd Ctrl-C cannot skip it
+        # On the heavy thread, behind any job a cancellation abandoned; a 2nd Ctrl-C cannot skip it.
+        ckpt_error, late_cancel = await heavy.settle(_final_checkpoint, state, cancelled)
         try:
             await _shutdown(pool, publisher, ap.shutdown_timeout_s)
         finally:
@@ -100,9 +143,31 @@ async def train_async(
             if progress is not None:
                 progress.update(state.envstep, state.train_iter, force=True)
                 progress.close()
+    if late_cancel:
+        raise asyncio.CancelledError
     if ckpt_error is not None:
         raise ckpt_error
     return summary
+
+
+def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | None:
+    if cancelled:
+        state.stop_reason = state.stop_reason or "cancelled"
+    return state.final_checkpoint()
+
+
+def worker_states(pool: WorkerPool) -> dict[str, dict[str, Any]]:
+    """Each worker's role, state (busy, idle, down), generation and restarts."""
+    states = {}
+    for w in pool.workers:
+        state = "busy" if w.request is not None else "idle" if w.idle else "down"
+        states[w.name] = {
+            "role": w.role,
+            "state": state,
+            "generation": w.generation,
+            "restarts": w.restarts,
+        }
+    return states
 
 
 def check_async_options(cfg: ExperimentConfig) -> None:

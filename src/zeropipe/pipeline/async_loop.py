@@ -1,6 +1,11 @@
-"""The async driver's loop: message handling, launches, chunked training, stop rules.
+"""The async driver's loop: message handling, chunked training, faults, stop rules.
 
-Runs in: driver (event-loop thread only; the buffer and learner are touched nowhere else).
+Runs in: driver (event-loop thread). The heavy work — learner steps (sample, targets, step,
+priority and reanalysis write-back), segment decode and push, evals' best checkpoints, periodic and
+`ckpt_latest` checkpoints — runs on the driver's one heavy thread (heavy_thread.py), one job at a
+time, each awaited: the loop yields between the learner steps of a chunk, and the buffer and
+learner are touched only by the driver (on that thread while a job runs, here between jobs).
+Launches and snapshots: async_launch.py.
 
 Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
 snapshot lease is released, an eval it was running is forgotten and the eval gate re-opens — and
@@ -15,27 +20,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
-from dataclasses import dataclass
-
-import torch
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.async_launch import LaunchRules, PendingEval
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
+from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_state import RunState, clone_state
-from zeropipe.pipeline.schedule import should_eval, should_publish
+from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.supervisor import RestartWindow, WorkerHandle, WorkerPool
-from zeropipe.pipeline.sync import collect_kwargs
 from zeropipe.transport import (
     Bye,
-    CollectRequest,
     CollectResult,
-    EvalRequest,
     EvalResult,
     Message,
     SnapshotPublisher,
-    SnapshotRef,
     TransportError,
     WorkerError,
 )
@@ -45,15 +43,7 @@ from zeropipe.workers.wire import segments_from_wire
 log = logging.getLogger("zeropipe.driver")
 
 
-@dataclass(frozen=True)
-class PendingEval:
-    """An eval in flight: the exact weights it scores and the gate state before its launch."""
-
-    snapshot: dict[str, torch.Tensor]
-    previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
-
-
-class AsyncRun:
+class AsyncRun(LaunchRules):
     """State and rules of one async run (DESIGN §5)."""
 
     def __init__(
@@ -64,6 +54,7 @@ class AsyncRun:
         publisher: SnapshotPublisher,
         inbox: asyncio.Queue,
         progress: ProgressLine | None,
+        heavy: HeavyThread,
     ) -> None:
         self.cfg = cfg
         self.ap = cfg.policy.async_pipeline
@@ -73,6 +64,7 @@ class AsyncRun:
         self.publisher = publisher
         self.inbox = inbox
         self.progress = progress
+        self.heavy = heavy
         self.request_ids = itertools.count()
         self.last_published: int | None = None
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
@@ -94,7 +86,7 @@ class AsyncRun:
             await self._maybe_launch_collects()
             trained = await self._train_chunk()
             self.state.check_limits()
-            self.state.maybe_checkpoint()
+            await self.heavy.run(self.state.maybe_checkpoint)
             if self._drained() and await self._final_eval_done():
                 return
             if self.progress is not None:
@@ -138,16 +130,21 @@ class AsyncRun:
             and self.state.train_iter < self.cfg.max_train_iter
             and self.state.stop_reason != "stop_value"
         ):
-            trainer.step()
+            await self.heavy.run(self._learner_step)
             trained += 1
-            self.state.save_periodic()
-            if not trainer.budgets or trainer.budgets[0].progress == 0:
-                self._log_train()
-            if self.state.train_iter % self.ap.buffer_stats_interval == 0:
-                self._log_buffer()
             await self._handle_messages(timeout_s=0.0)
             await self._maybe_launch_eval()
         return trained
+
+    def _learner_step(self) -> None:
+        """One learner step and what follows it: periodic save, train/buffer lines (heavy)."""
+        trainer = self.trainer
+        trainer.step()
+        self.state.save_periodic()
+        if not trainer.budgets or trainer.budgets[0].progress == 0:
+            self._log_train()
+        if self.state.train_iter % self.ap.buffer_stats_interval == 0:
+            self._log_buffer()
 
     # ------------------------------------------------------------- messages
     async def _handle_messages(self, timeout_s: float) -> None:
@@ -176,9 +173,9 @@ class AsyncRun:
             log.debug("dropping %s from a replaced %s", type(msg).__name__, handle.name)
             return  # left behind by a process that was already replaced
         if isinstance(msg, CollectResult):
-            self._on_collect(handle, msg)
+            await self._on_collect(handle, msg)
         elif isinstance(msg, EvalResult):
-            self._on_eval(handle, msg)
+            await self._on_eval(handle, msg)
         elif isinstance(msg, WorkerError):
             raise WorkerFailed(f"{handle.name} failed: {msg.message}\n{msg.traceback}")
         elif isinstance(msg, TransportError | WorkerStartFailed):
@@ -192,13 +189,17 @@ class AsyncRun:
         self.publisher.release(handle.request[1])
         handle.request = None
 
-    def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
+    async def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
         self._finish_request(handle, msg.request_id)
         launch_iter = self.collect_launch_iter.pop(msg.request_id)
         handle.busy_s += msg.busy_s
+        await self.heavy.run(self._absorb, handle.name, handle.busy_s, msg, launch_iter)
+
+    def _absorb(self, worker: str, busy_s: float, msg: CollectResult, launch_iter: int) -> None:
+        """Decode a collect's segments and push them (heavy thread)."""
         state = self.state
         segments = segments_from_wire(
-            msg.segments, f"collect_result {msg.request_id} from {handle.name}"
+            msg.segments, f"collect_result {msg.request_id} from {worker}"
         )
         wall_s = state.wall_s()
         state.absorb_collect(
@@ -207,12 +208,12 @@ class AsyncRun:
             msg.policy_version,
             msg.duration_s,
             list(msg.episode_returns),
-            worker=handle.name,
-            worker_busy_fraction=handle.busy_s / wall_s,
+            worker=worker,
+            worker_busy_fraction=busy_s / wall_s,
             launch_train_iter=launch_iter,
         )
 
-    def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
+    async def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
         self._finish_request(handle, msg.request_id)
         snapshot = self.pending_evals.pop(msg.request_id).snapshot
         outcome = EvalOutcome(
@@ -223,7 +224,7 @@ class AsyncRun:
             envsteps=0,
             duration_s=msg.duration_s,
         )
-        self.state.record_eval(outcome, snapshot)
+        await self.heavy.run(self.state.record_eval, outcome, snapshot)  # may save a best
         if self.progress is not None:
             self.progress.eval_done(msg.reward_mean)
         log.info("eval of version %d: reward_mean %.2f", msg.policy_version, msg.reward_mean)
@@ -259,109 +260,6 @@ class AsyncRun:
             seed=handle.seed,
             error=str(exc),
         )
-
-    # ------------------------------------------------------------- launches
-    def _inflight(self, role: str) -> int:
-        return sum(1 for w in self.pool.of_role(role) if w.request is not None)
-
-    async def _maybe_launch_collects(self) -> None:
-        state = self.state
-        if state.stop_reason or state.envstep >= self.cfg.max_env_step:
-            return
-        cap = self.ap.resolved_max_train_budget_queue_size
-        for handle in self.pool.of_role("collector"):
-            inflight = self._inflight("collector")
-            if inflight >= self.ap.resolved_max_collect_inflight:
-                return
-            # Backpressure, only once training can consume the budgets. A collect in flight
-            # will bring one more budget, so it counts: the queue then never exceeds its cap.
-            if len(self.trainer.budgets) + inflight >= cap and self.trainer.trainable(
-                state.envstep
-            ):
-                return
-            if handle.idle:
-                ref = self._snapshot_for_collect()
-                kwargs = collect_kwargs(self.cfg, state.train_iter, state.envstep)
-                rid = await self._send(
-                    handle,
-                    ref,
-                    lambda rid, ref=ref, kw=kwargs: CollectRequest(
-                        rid, ref, state.train_iter, state.envstep, kw["temperature"], kw["epsilon"]
-                    ),
-                    on_register=lambda rid: self.collect_launch_iter.__setitem__(
-                        rid, state.train_iter
-                    ),
-                )
-                if rid is None:
-                    return  # the worker is gone; the next turn tries again
-
-    async def _maybe_launch_eval(self, final: bool = False) -> None:
-        """Launch an eval when the gate says so (or, `final`, of the last weights)."""
-        state = self.state
-        if self._inflight("evaluator") >= self.ap.max_eval_inflight:
-            return
-        if not final and (
-            state.stop_reason
-            or not should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq)
-        ):
-            return
-        idle = [w for w in self.pool.of_role("evaluator") if w.idle]
-        if not idle:
-            return
-        pending = PendingEval(clone_state(self.trainer.learner.network), state.last_eval_iter)
-        state.last_eval_iter = state.train_iter
-        ref = self._publish(force=True, reason="eval")
-        await self._send(
-            idle[0],
-            ref,
-            lambda rid: EvalRequest(rid, ref, state.train_iter, state.envstep),
-            on_register=lambda rid: self.pending_evals.__setitem__(rid, pending),
-        )
-
-    async def _send(self, handle: WorkerHandle, ref: SnapshotRef, make, on_register) -> int | None:
-        """Send a request; all its state is registered first so a failure can undo all of it.
-
-        Returns:
-            The request id, or None when the send failed (the worker is being replaced).
-        """
-        request_id = next(self.request_ids)
-        self.publisher.acquire(ref)
-        handle.request = (request_id, ref)
-        on_register(request_id)
-        try:
-            await handle.endpoint.send(make(request_id))
-        except TransportError as exc:
-            self._on_worker_gone(handle, exc)
-            return None
-        return request_id
-
-    # ------------------------------------------------------------- snapshots
-    def _snapshot_for_collect(self) -> SnapshotRef:
-        ap = self.ap
-        due = should_publish(
-            self.state.train_iter, self.last_published, ap.weight_sync_interval, ap.max_policy_lag
-        )
-        return self._publish(force=due, reason="collect")
-
-    def _publish(self, force: bool, reason: str) -> SnapshotRef:
-        version = self.state.train_iter
-        latest = self.publisher.latest
-        if latest is not None and (latest.version == version or not force):
-            return latest
-        start = time.perf_counter()
-        ref = self.publisher.publish(version, self.trainer.learner.network.state_dict())
-        elapsed = time.perf_counter() - start
-        self.publish_s += elapsed
-        self.last_published = version
-        self.state.run.metrics.log(
-            "publish",
-            self.state.envstep,
-            version,
-            policy_version=version,
-            publish_s=elapsed,
-            reason=reason,
-        )
-        return ref
 
     def _log_buffer(self) -> None:
         buffer = self.trainer.buffer

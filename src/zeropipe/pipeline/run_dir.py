@@ -40,6 +40,9 @@ log = logging.getLogger("zeropipe.run")
 class MetricsLog:
     """Appends one JSON object per event to metrics.jsonl and mirrors scalars to TensorBoard.
 
+    Each record is then handed to every callable in `listeners` (the async driver's event bus),
+    on the thread that logged it.
+
     Args:
         log_dir: the run's `log/` directory.
         tensorboard: also write TensorBoard event files.
@@ -49,6 +52,7 @@ class MetricsLog:
         self.start = time.monotonic()
         self._file = open(log_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
         self._writer = None
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
         if tensorboard:
             from tensorboardX import SummaryWriter
 
@@ -69,6 +73,8 @@ class MetricsLog:
                 if key in ("event", "envstep", "train_iter") or not _is_number(value):
                     continue
                 self._writer.add_scalar(f"{event}/{key}", value, envstep)
+        for listener in self.listeners:
+            listener(record)
         return record
 
     def close(self) -> None:

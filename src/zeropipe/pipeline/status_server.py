@@ -1,0 +1,163 @@
+"""The status endpoint: `GET /metrics` (Prometheus text) and `GET /status` (JSON) of one run.
+
+Runs in: driver (on its event loop, beside the driver coroutine). A small plain-asyncio HTTP/1.1
+server (`asyncio.start_server`, one request per connection): two read-only routes need no web
+framework, and prometheus_client's `generate_latest` renders the text format. It binds only the
+address it is given (`parse_address` defaults the host to 127.0.0.1); port 0 picks a free port,
+and `address` says which one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from zeropipe.config import ConfigError
+
+log = logging.getLogger("zeropipe.status")
+
+GAUGES = {  # status key -> (metric name, help)
+    "envstep": ("zeropipe_envstep", "Env steps collected"),
+    "train_iter": ("zeropipe_train_iter", "Learner iterations (the policy version)"),
+    "envstep_per_s": ("zeropipe_envstep_per_second", "Env steps per second of this process"),
+    "learner_steps_per_s": ("zeropipe_learner_steps_per_second", "Learner steps per second"),
+    "last_eval": ("zeropipe_eval_reward_mean_last", "reward_mean of the newest eval"),
+    "best_eval": ("zeropipe_eval_reward_mean_best", "Best eval reward_mean so far"),
+    "policy_lag": ("zeropipe_policy_lag", "train_iter minus the newest collect's policy version"),
+    "budget_queue_len": ("zeropipe_budget_queue_length", "Train budgets waiting"),
+    "publish_s_last": ("zeropipe_publish_seconds_last", "Seconds of the newest snapshot publish"),
+}
+COUNTERS = {
+    "collects": ("zeropipe_collects", "Collects absorbed"),
+    "evals": ("zeropipe_evals", "Evals recorded"),
+    "publishes": ("zeropipe_publishes", "Snapshots published"),
+    "restarts": ("zeropipe_restarts", "Worker restarts"),
+    "publish_s_total": ("zeropipe_publish_seconds", "Seconds spent publishing snapshots"),
+    "events_dropped": ("zeropipe_events_dropped", "Events dropped for slow subscribers"),
+}
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT` or `PORT` (host 127.0.0.1) → (host, port).
+
+    Raises:
+        ConfigError: not an address with a port in 0..65535.
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535 or (sep and not host):
+        raise ConfigError(f"--status {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9100 (0: any)")
+    return host, number
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on exactly (host, port).
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not local).
+    """
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(info[0], socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(info[4])
+    except OSError as exc:
+        raise ConfigError(f"--status {host}:{port}: cannot listen there ({exc})") from None
+    sock.listen(16)
+    sock.setblocking(False)
+    return sock
+
+
+class _StatusCollector:
+    """prometheus_client collector reading one status snapshot per scrape."""
+
+    def __init__(self, status: Callable[[], dict[str, Any]]) -> None:
+        self.status = status
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.status()
+        for key, (name, doc) in GAUGES.items():
+            if s.get(key) is not None:
+                yield GaugeMetricFamily(name, doc, value=s[key])
+        for key, (name, doc) in COUNTERS.items():
+            yield CounterMetricFamily(name, doc, value=s.get(key) or 0)
+        busy = GaugeMetricFamily(
+            "zeropipe_worker_busy_fraction", "Busy share of a worker's wall time", labels=["worker"]
+        )
+        for worker, info in sorted(s["workers"].items()):
+            if info.get("busy_fraction") is not None:
+                busy.add_metric([worker], info["busy_fraction"])
+        yield busy
+
+
+class StatusServer:
+    """Serves `/metrics` and `/status` from a status callable on the running loop.
+
+    Args:
+        sock: a bound listening socket (see `bind`).
+        status: returns the run's status dict (RunMonitor.status).
+    """
+
+    def __init__(self, sock: socket.socket, status: Callable[[], dict[str, Any]]) -> None:
+        self.sock = sock
+        self.status = status
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_StatusCollector(status))
+        self._server: asyncio.Server | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port)."""
+        host, port = self.sock.getsockname()[:2]
+        return host, port
+
+    async def start(self) -> None:
+        """Start accepting connections."""
+        self._server = await asyncio.start_server(self._serve, sock=self.sock)
+        log.info("status endpoint on http://%s:%d/status and /metrics", *self.address)
+
+    async def close(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        self.sock.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(10):
+                request = await reader.readline()
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # headers are not needed
+            code, ctype, body = self._respond(request.decode("latin-1").split())
+            head = (
+                f"HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError, UnicodeError):
+            pass  # a client that went away or never finished its request
+        finally:
+            writer.close()
+
+    def _respond(self, parts: list[str]) -> tuple[str, str, bytes]:
+        if len(parts) < 2 or parts[0] != "GET":
+            return "405 Method Not Allowed", "text/plain", b"only GET /metrics and /status\n"
+        path = parts[1].split("?")[0]
+        if path == "/metrics":
+            return "200 OK", "text/plain; version=0.0.4", generate_latest(self.registry)
+        if path == "/status":
+            return "200 OK", "application/json", json.dumps(self.status()).encode()
+        return "404 Not Found", "text/plain", b"try /metrics or /status\n"
