@@ -1,7 +1,8 @@
-"""`python -m benchmarks`: search, learner and transport figures in one run.
+"""`python -m benchmarks`: search, learner, transport and pipeline figures in one run.
 
-Sections in `OPTIONAL` (the Pong pipeline, about 20 minutes) run only when named:
-``python -m benchmarks pong``.
+Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
+`pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver) and
+`learning` (configs x seeds judged by their eval curves).
 """
 
 from __future__ import annotations
@@ -25,11 +26,7 @@ SECTIONS = {
     "transport": bench_transport.main,
     "pipeline": bench_pipeline.main,
 }
-OPTIONAL = {"pong": bench_pong.main}
-
-
-# Long sections, run only when named: `python -m benchmarks learning --help`, `... embed`.
-ON_REQUEST = {"learning": learning.main, "embed": bench_embed.main}
+ON_REQUEST = {"pong": bench_pong.main, "embed": bench_embed.main, "learning": learning.main}
 
 
 def main() -> None:
@@ -38,18 +35,19 @@ def main() -> None:
         ON_REQUEST[sys.argv[1]](sys.argv[2:])
         return
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    names = ", ".join([*SECTIONS, *OPTIONAL])
     parser.add_argument(
-        "sections", nargs="*", help=f"any of {names} (default: all but {', '.join(OPTIONAL)})"
+        "sections",
+        nargs="*",
+        help=f"any of {', '.join(SECTIONS)} (default: all); or one of {', '.join(ON_REQUEST)} "
+        "with its own options",
     )
     args = parser.parse_args()
-    known = {**SECTIONS, **OPTIONAL}
-    unknown = set(args.sections) - set(known)
+    unknown = set(args.sections) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
     for name in args.sections or SECTIONS:
         print(f"\n== {name} ==", flush=True)
-        known[name]()
+        SECTIONS[name]()
 
 
 if __name__ == "__main__":
