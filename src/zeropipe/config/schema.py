@@ -34,7 +34,8 @@ class EnvConfig(_Strict):
 
     env_id: str = Field(
         description="gymnasium env id (Discrete actions, Box observations), e.g. CartPole-v1, "
-        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env)."
+        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env); a third-party id as "
+        "'module:EnvId' (e.g. minatar.gym:MinAtar/Breakout-v1) imports the module first."
     )
     collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
     evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
