@@ -104,22 +104,27 @@ def test_prior_terms_match_a_hand_computation(prior: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["collect", "eval", "reanalyze"])
-def test_sampled_policy_targets_the_root_slots(mode: str) -> None:
+def test_sampled_policy_targets_the_root_sampled_actions(mode: str) -> None:
     num_actions = 8
     model = BanditModel([0.0] * 7 + [1.0])  # arm 7 pays
-    roots = make_roots(5, num_actions, action_mask=np.array([True] * 7 + [True]))
-    cfg = SearchConfig(num_simulations=40, discount=0.997, num_sampled_actions=num_actions)
+    roots = make_roots(5, num_actions)
+    cfg = SearchConfig(num_simulations=40, discount=0.997, num_sampled_actions=5)
     out = search_policy("sampled")(
         roots, model, cfg, np.random.default_rng(0), ActingParams(mode, temperature=0.25)
     )
-    assert out.sampled_actions.shape == (5, 8) and out.policy_target.shape == (5, 8)
+    assert out.sampled_actions.shape == (5, 5) and out.policy_target.shape == (5, 8)
     np.testing.assert_allclose(out.policy_target.sum(axis=1), 1.0, rtol=1e-6)
-    rows = np.arange(5)
-    assert np.isin(out.action, out.sampled_actions).all()
-    best_slot = np.argmax(out.visit_counts, axis=1)
-    np.testing.assert_array_equal(out.sampled_actions[rows, best_slot], 7)  # found the arm
+    rows = np.arange(5)[:, None]
+    unsampled = np.ones((5, 8), dtype=bool)
+    unsampled[rows, out.sampled_actions] = False
+    assert (out.policy_target[unsampled] == 0).all() and (out.visit_counts[unsampled] == 0).all()
+    assert (out.visit_counts.sum(axis=1) == 40).all()
+    assert (out.action[:, None] == out.sampled_actions).any(axis=1).all()
+    has_arm = (out.sampled_actions == 7).any(axis=1)
+    best = np.argmax(out.visit_counts, axis=1)
+    np.testing.assert_array_equal(best[has_arm], 7)  # the search finds the arm when sampled
     if mode == "eval":
-        np.testing.assert_array_equal(out.action, 7)
+        np.testing.assert_array_equal(out.action[has_arm], 7)
 
 
 def test_slots_a_root_cannot_fill_are_masked_and_never_visited() -> None:
@@ -130,6 +135,7 @@ def test_slots_a_root_cannot_fill_are_masked_and_never_visited() -> None:
         roots, model, cfg, np.random.default_rng(0), ActingParams("collect", epsilon=0.5)
     )
     assert (out.sampled_mask.sum(axis=1) == 2).all()
-    assert (out.visit_counts[~out.sampled_mask] == 0).all()
-    assert (out.policy_target[~out.sampled_mask] == 0).all()
+    assert (out.visit_counts[:, [0, 3]] == 0).all()
+    assert (out.policy_target[:, [0, 3]] == 0).all()
+    np.testing.assert_allclose(out.policy_target.sum(axis=1), 1.0, rtol=1e-6)
     assert np.isin(out.action, [1, 2]).all()

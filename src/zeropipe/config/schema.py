@@ -157,6 +157,21 @@ class GumbelConfig(_Strict):
     )
 
 
+class SampledConfig(_Strict):
+    """Sampled search (sampled_muzero; Hubert et al. 2021, "Learning and planning in complex
+    action spaces")."""
+
+    num_of_sampled_actions: int = Field(
+        6, ge=1, description="K: actions sampled at every expanded node (discrete: K <= actions)."
+    )
+    prior: Literal["density", "uniform"] = Field(
+        "uniform",
+        description="PUCT prior term of a sampled child: uniform (1 / #children; the "
+        "reference's sampled_muzero and sampled_unizero) or density (prior / sum of the sampled "
+        "children's priors; the reference's sampled_efficientzero).",
+    )
+
+
 class AsyncPipelineConfig(_Strict):
     """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
 
@@ -347,6 +362,10 @@ class PolicyConfig(_Strict):
     )
     gumbel: GumbelConfig = Field(
         default_factory=GumbelConfig, description="Gumbel search settings (gumbel_muzero only)."
+    )
+    sampled: SampledConfig = Field(
+        default_factory=SampledConfig,
+        description="Sampled search settings (sampled_muzero only).",
     )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")

@@ -62,8 +62,8 @@ class PolicyOutput:
         q_values: [B, A] float32 Q of each root child (policy-specific completion of unvisited
             children; 0 where the policy does not define one).
         visit_counts: [B, A] int32 root child visits (for statistics and tests, never acting).
-        sampled_actions: sampled search only: [B, K] int64 the real actions of the K root slots,
-            over which policy_target, q_values and visit_counts are then given (A = K);
+        sampled_actions: sampled search only: [B, K] int64 the real actions of the K root slots
+            (the full-A fields above are their statistics, scattered onto these actions);
             None for searches over the full action set.
         sampled_mask: sampled search only: [B, K] bool slots that hold a legal sampled action
             (False where a root has fewer than K legal actions).
@@ -186,32 +186,46 @@ def sampled_policy(
     noise is mixed in for collect and reanalyze with the `density` prior term only (with
     `uniform` the PUCT prior ignores it, as the reference). Collect samples a slot from
     visits^(1/T) with ε-greedy over the legal slots, eval takes the most visited slot; the
-    action played is the slot's real action.
+    action played is the slot's real action. The root slots' visits, visit distribution and Q
+    are returned scattered onto their (distinct) real actions over the full action set, so
+    that the cross-entropy over the sampled actions, Σ_k target_k · log π(a_k), is the plain
+    cross-entropy against that target; `sampled_actions` names the K root actions.
     """
-    batch_size = roots.policy_logits.shape[0]
+    batch_size, num_actions = roots.policy_logits.shape
     slots = SampledSlots(
         batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng
     )
     noise = acting.mode != "eval" and cfg.sampled_prior == "density"
     result = run_search(roots, recurrent_fn, cfg, rng, add_noise=noise, slots=slots)
     counts = result.visit_counts  # [B, K]
-    legal = result.tree.root_legal.copy() if result.tree is not None else None
+    legal = result.tree.root_legal.copy()  # [B, K] slots holding a legal sampled action
     if acting.mode == "collect":
         slot = select_action(
             counts, acting.temperature, rng, epsilon=acting.epsilon, action_mask=legal
         )
     else:
         slot = select_action(counts, 1.0, rng, deterministic=True)
-    sampled = slots.root_actions()
+    sampled = slots.root_actions()  # [B, K]
     return PolicyOutput(
         action=sampled[np.arange(batch_size), slot],
-        policy_target=visit_distribution(counts),
+        policy_target=_scatter(visit_distribution(counts), sampled, legal, num_actions),
         root_value=result.root_value,
-        q_values=result.q_values,
-        visit_counts=counts,
+        q_values=_scatter(result.q_values, sampled, legal, num_actions),
+        visit_counts=_scatter(counts, sampled, legal, num_actions),
         sampled_actions=sampled,
         sampled_mask=legal,
     )
+
+
+def _scatter(
+    per_slot: np.ndarray, actions: np.ndarray, legal: np.ndarray, num_actions: int
+) -> np.ndarray:
+    """[B, K] slot values onto their [B, K] distinct real actions: [B, A], 0 elsewhere; slots
+    that are not `legal` (which repeat another slot's action) add nothing."""
+    full = np.zeros((per_slot.shape[0], num_actions), dtype=per_slot.dtype)
+    rows = np.arange(per_slot.shape[0])[:, None]
+    np.add.at(full, (rows, actions), np.where(legal, per_slot, 0))
+    return full
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
