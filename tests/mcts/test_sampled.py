@@ -139,3 +139,38 @@ def test_slots_a_root_cannot_fill_are_masked_and_never_visited() -> None:
     assert (out.policy_target[:, [0, 3]] == 0).all()
     np.testing.assert_allclose(out.policy_target.sum(axis=1), 1.0, rtol=1e-6)
     assert np.isin(out.action, [1, 2]).all()
+
+
+class GaussianBandit:
+    """A continuous one-step bandit over a ∈ [-1, 1]: reward −(a − 0.5)², Gaussian head
+    (mu = 0, sigma = 1); records the real actions of every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[np.ndarray] = []
+
+    def __call__(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
+        self.calls.append(np.array(actions, copy=True))
+        batch_size = actions.shape[0]
+        first = latent[:, 0].numpy() == 0.0
+        reward = np.where(first, -((actions[:, 0] - 0.5) ** 2), 0.0).astype(np.float32)
+        params = np.tile(np.array([0.0, 1.0], dtype=np.float32), (batch_size, 1))
+        return StepOutput(
+            torch.ones(batch_size, 1), reward, np.zeros(batch_size, np.float32), params
+        )
+
+
+@pytest.mark.parametrize("prior", ["density", "uniform"])
+def test_continuous_children_are_inside_the_bounds(prior: str) -> None:
+    model = GaussianBandit()
+    roots = make_roots(3, 2, logits=np.array([0.0, 1.0]))  # [mu, sigma] at the root
+    cfg = SearchConfig(num_simulations=30, discount=0.997, sampled_prior=prior)
+    slots = SampledSlots(3, 31, 6, prior, np.random.default_rng(0), action_dim=1)
+    out = run_search(roots, model, cfg, np.random.default_rng(0), False, slots=slots)
+    assert slots.actions.shape == (3, 31, 6, 1)
+    assert (np.abs(slots.actions) < 1.0).all()
+    root = slots.root_actions()  # [B, K, D]
+    for actions in model.calls:
+        assert actions.shape == (3, 1) and (np.abs(actions) < 1.0).all()
+    best = root[np.arange(3), np.argmax(out.visit_counts, axis=1), 0]
+    closest = root[np.arange(3), np.argmin(np.abs(root[:, :, 0] - 0.5), axis=1), 0]
+    np.testing.assert_allclose(best, closest)  # the most visited child pays the most

@@ -7,13 +7,18 @@ slot the descent chose into the real action for the model's recurrent step, and 
 node's policy logits into K sampled actions and the slot logits the kernels expand with. B
 denotes the batch of roots, N the nodes per tree, A the actions and K the sampled actions.
 
-Discrete actions are drawn without replacement from softmax(logits) over the full action set
-(illegal actions masked at the root only) with Efraimidis–Spirakis keys u^(1/p), the K largest
-in descending key order (LightZero's ctree). The PUCT prior term of a sampled child is
-`density`: π(a) / Σ π over the node's sampled children (LightZero's sampled_efficientzero), or
-`uniform`: 1 / #children (sampled_muzero, sampled_unizero), which ignores the learned prior and
-therefore also the root's Dirichlet noise, as the reference does. With `density` the root's
-Dirichlet noise is mixed into the normalised sampled priors over the legal slots.
+Continuous actions (`action_dim` D > 0) are K draws a = tanh(u), u ~ Normal(mu, sigma), from a
+node's Gaussian head output [mu(D), sigma(D)] (the "policy logits" [B, 2D]); the table is then
+[B, N, K, D] float32 inside (-1, 1), and a slot's prior is its tanh-corrected density
+(`models/gaussian.py`). Discrete actions are drawn without replacement from softmax(logits)
+over the full action set (illegal actions masked at the root only) with Efraimidis–Spirakis
+keys u^(1/p), the K largest in descending key order (LightZero's ctree).
+
+The PUCT prior term of a sampled child is `density`: π(a) / Σ π over the node's sampled
+children (LightZero's sampled_efficientzero), or `uniform`: 1 / #children (sampled_muzero,
+sampled_unizero), which ignores the learned prior and therefore also the root's Dirichlet
+noise, as the reference does. With `density` the root's Dirichlet noise is mixed into the
+normalised sampled priors over the legal slots.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Literal
 import numpy as np
 
 from zeropipe.mcts.contract import SearchRoots, StepOutput
+from zeropipe.models.gaussian import sample_tanh_gaussian
 
 PriorKind = Literal["density", "uniform"]
 PRIOR_KINDS: tuple[str, ...] = ("density", "uniform")
@@ -74,7 +80,8 @@ class SampledSlots:
         num_nodes: N, nodes per tree (num_simulations + 1).
         num_sampled: K, sampled actions per node.
         prior: `density` or `uniform` (see the module docstring).
-        rng: source of the sampling keys.
+        rng: source of the sampling keys (and of the Gaussian draws).
+        action_dim: D for continuous actions; 0 (the default) for discrete actions.
     """
 
     def __init__(
@@ -84,10 +91,16 @@ class SampledSlots:
         num_sampled: int,
         prior: str,
         rng: np.random.Generator,
+        action_dim: int = 0,
     ) -> None:
         if prior not in PRIOR_KINDS:
             raise ValueError(f"sampled search: prior {prior!r} is not one of {PRIOR_KINDS}")
-        self.actions = np.zeros((batch_size, num_nodes, num_sampled), dtype=np.int64)  # [B, N, K]
+        self.action_dim = action_dim
+        if action_dim > 0:  # [B, N, K, D]
+            shape = (batch_size, num_nodes, num_sampled, action_dim)
+            self.actions = np.zeros(shape, dtype=np.float32)
+        else:  # [B, N, K]
+            self.actions = np.zeros((batch_size, num_nodes, num_sampled), dtype=np.int64)
         self.num_sampled = num_sampled
         self.prior = prior
         self._rng = rng
@@ -107,6 +120,10 @@ class SampledSlots:
             SearchRoots with policy_logits [B, K] slot logits and action_mask [B, K] (False on
             slots a root with fewer than K legal actions could not fill).
         """
+        if self.action_dim > 0:
+            logits, _ = self._sample_continuous(0, roots.policy_logits)
+            valid = np.ones(logits.shape, dtype=np.bool_)
+            return replace(roots, policy_logits=logits, action_mask=valid)
         mask = roots.action_mask.astype(np.bool_)
         probs = softmax_rows(np.where(mask, roots.policy_logits, -np.inf))  # [B, A]
         actions, valid = sample_without_replacement(probs, self.num_sampled, self._rng, mask)
@@ -119,15 +136,37 @@ class SampledSlots:
         Returns:
             The step with policy_logits replaced by the [B, K] slot logits.
         """
+        if self.action_dim > 0:
+            logits, _ = self._sample_continuous(node, step.policy_logits)
+            return replace(step, policy_logits=logits)
         probs = softmax_rows(np.asarray(step.policy_logits))  # [B, A], the full action set
         actions, _ = sample_without_replacement(probs, self.num_sampled, self._rng)
         self.actions[:, node] = actions
         return replace(step, policy_logits=self._slot_logits(probs, actions))
 
+    def _sample_continuous(self, node: int, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Draws node `node`'s K actions from [B, 2D] Gaussian parameters; returns the [B, K]
+        slot logits (log-densities for `density`, zeros for `uniform`) and the log-densities."""
+        params = np.asarray(params, dtype=np.float32)
+        d = self.action_dim
+        if params.shape[1] != 2 * d:
+            raise ValueError(
+                f"sampled search: continuous policy output has {params.shape[1]} columns, "
+                f"expected 2·D = {2 * d} (mu then sigma)"
+            )
+        actions, log_prob = sample_tanh_gaussian(
+            params[:, :d], params[:, d:], self.num_sampled, self._rng
+        )
+        self.actions[:, node] = actions
+        if self.prior == "uniform":
+            return np.zeros(log_prob.shape, dtype=np.float32), log_prob
+        return log_prob.astype(np.float32), log_prob
+
     def real_actions(self, parents: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """[B] int64 real actions of the chosen `slots` [B] of nodes `parents` [B]."""
+        """Real actions of the chosen `slots` [B] of nodes `parents` [B]: [B] int64 discrete,
+        [B, D] float32 continuous."""
         return self.actions[self._rows, parents, slots]
 
     def root_actions(self) -> np.ndarray:
-        """[B, K] int64 the root's sampled actions, in slot order."""
+        """The root's sampled actions in slot order: [B, K] int64, or [B, K, D] float32."""
         return self.actions[:, 0].copy()
