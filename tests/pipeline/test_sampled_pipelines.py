@@ -57,8 +57,10 @@ def test_collected_targets_live_on_the_sampled_actions(tmp_path, prior):
         collector.close()
 
 
-def test_trains_and_evaluates_sync(tmp_path):
-    summary = train_sync(_config(tmp_path / "run"))
+def test_trains_and_evaluates_sync_with_reanalysis(tmp_path):
+    cfg = _config(tmp_path / "run")
+    cfg.policy.reanalyze_ratio = 0.5  # reanalysis re-samples through the sampled search
+    summary = train_sync(cfg)
     assert summary.train_iter > 0
     assert _evals(tmp_path / "run")
 

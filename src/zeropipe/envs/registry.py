@@ -117,8 +117,21 @@ def make_gym_env(
                 **render,
             )
         return gym.make(env_id, max_episode_steps=max_episode_steps, **render)
+    except gym.error.DependencyNotInstalled as exc:
+        if _is_mujoco(env_id):
+            raise EnvError(
+                f"env {env_id!r} needs MuJoCo, which is not installed: install zeropipe's "
+                'mujoco extra (pip install -e ".[mujoco]")'
+            ) from exc
+        raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
     except gym.error.Error as exc:
         raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
+
+
+def _is_mujoco(env_id: str) -> bool:
+    """Whether `env_id` is one of gymnasium's MuJoCo envs (Hopper-v5, HalfCheetah-v5...)."""
+    entry_point = _registered_spec(env_id).entry_point
+    return isinstance(entry_point, str) and entry_point.startswith("gymnasium.envs.mujoco")
 
 
 def _checked_render_mode(env_id: str, render_mode: str) -> str:
