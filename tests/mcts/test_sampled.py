@@ -37,6 +37,14 @@ def test_inclusion_frequencies_match_sampling_without_replacement() -> None:
     np.testing.assert_allclose(first, [0.7, 0.2, 0.1], atol=0.01)
 
 
+def test_zero_probability_actions_fill_the_last_slots_distinctly() -> None:
+    probs = np.array([[0.0, 1.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0]])
+    actions, valid = sample_without_replacement(probs, 3, np.random.default_rng(0))
+    assert valid.all()
+    assert actions[0, 0] == 1 and set(actions[1, :2].tolist()) == {0, 2}
+    assert all(len(set(row.tolist())) == 3 for row in actions)
+
+
 def test_k_outside_the_action_set_is_refused() -> None:
     with pytest.raises(ValueError, match=r"K=4 must lie in \[1, A=3\]"):
         sample_without_replacement(np.ones((1, 3)), 4, np.random.default_rng(0))

@@ -61,12 +61,14 @@ def sample_without_replacement(
     batch_size, num_actions = probs.shape
     if not 1 <= k <= num_actions:
         raise ValueError(f"sampled search: K={k} must lie in [1, A={num_actions}]")
-    drawable = probs > 0.0 if mask is None else (probs > 0.0) & mask
+    drawable = np.ones(probs.shape, dtype=np.bool_) if mask is None else mask.astype(np.bool_)
     u = rng.random((batch_size, num_actions))
     with np.errstate(divide="ignore"):
-        log_keys = np.log(u) / np.where(drawable, probs, 1.0)  # log(u^(1/p)), order-preserving
-    log_keys = np.where(drawable, log_keys, -np.inf)
-    order = np.argsort(-log_keys, axis=1, kind="stable")[:, :k]  # [B, K]
+        # log(u^(1/p)), order-preserving; -inf for p = 0, which then comes after every p > 0
+        log_keys = np.log(u) / np.where(probs > 0.0, probs, 0.0)
+    log_keys = np.where(probs > 0.0, log_keys, -np.inf)
+    # drawable actions first, then by descending key (np.lexsort sorts by its last key first)
+    order = np.lexsort((-log_keys, ~drawable), axis=-1)[:, :k]  # [B, K]
     valid = np.take_along_axis(drawable, order, axis=1)
     actions = np.where(valid, order, order[:, :1])
     return actions.astype(np.int64), valid
