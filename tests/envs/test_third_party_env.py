@@ -87,6 +87,7 @@ def _evals(run) -> list[dict]:
 
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("no_leaks")
+@pytest.mark.slow
 def test_trains_sync(tmp_path) -> None:
     summary = train_sync(_config(tmp_path / "run"))
     assert summary.train_iter > 0
@@ -95,6 +96,7 @@ def test_trains_sync(tmp_path) -> None:
 
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("no_leaks")
+@pytest.mark.slow
 async def test_trains_async_with_worker_processes(tmp_path) -> None:
     summary = await train_async(_config(tmp_path / "run"), show_progress=False)
     assert summary.train_iter > 0

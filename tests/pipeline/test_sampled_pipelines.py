@@ -57,6 +57,7 @@ def test_collected_targets_live_on_the_sampled_actions(tmp_path, prior):
         collector.close()
 
 
+@pytest.mark.slow
 def test_trains_and_evaluates_sync_with_reanalysis(tmp_path):
     cfg = _config(tmp_path / "run")
     cfg.policy.reanalyze_ratio = 0.5  # reanalysis re-samples through the sampled search
@@ -65,6 +66,7 @@ def test_trains_and_evaluates_sync_with_reanalysis(tmp_path):
     assert _evals(tmp_path / "run")
 
 
+@pytest.mark.slow
 async def test_trains_and_evaluates_async(tmp_path):
     summary = await train_async(_config(tmp_path / "run", prior="density"), show_progress=False)
     assert summary.train_iter > 0
