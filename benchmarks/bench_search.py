@@ -9,7 +9,10 @@ Runs in: any (`python -m benchmarks.bench_search`, or `make bench`). Three measu
   simulation), the same loop without the model call and the latent store;
 - gumbel: the `gumbel` search policy in collect mode end to end (Gumbel noise, the search with
   the Gumbel rule, completed Q and the improved policy at the root), with the same zero-cost
-  model.
+  model;
+- sampled: the `sampled` search policy in collect mode end to end (K sampled actions per
+  node out of A = 20, for K in `SAMPLED_KS`; the slot → action map and the sampling at every
+  expansion), with the same zero-cost model over 20 actions (`bench_sampled`).
 A simulation counts once per root: sims/s = B · num_simulations / seconds per search. JIT compile
 time is excluded (one warm-up search per case); each figure is the best of `repeats` timings.
 Targets on the same machine, LightZero's C++ tree: search 42k sims/s (B=8, A=2) and 297k
@@ -26,7 +29,7 @@ import torch
 
 from zeropipe.mcts import ActingParams, SearchConfig, SearchRoots, StepOutput, run_search
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.policies import gumbel_policy
+from zeropipe.mcts.policies import gumbel_policy, sampled_policy
 from zeropipe.mcts.search import search_params
 from zeropipe.mcts.selection import PUCT
 from zeropipe.mcts.simulate import simulation_step
@@ -35,6 +38,8 @@ from zeropipe.mcts.tree import allocate_tree
 NUM_SIMULATIONS = 50
 BATCH_SIZES = (8, 64, 256)
 NUM_ACTIONS = (2, 6)
+SAMPLED_KS = (5, 20)
+SAMPLED_ACTIONS = 20  # A of the sampled benchmark: K = 20 samples the whole action set
 SIMS_PER_TIMING = 100_000  # root-simulations per timing, so every case takes a similar time
 
 
@@ -139,6 +144,39 @@ def bench_search(repeats: int = 3) -> list[dict]:
     return rows
 
 
+def bench_sampled(repeats: int = 3) -> list[dict]:
+    """Sampled search policy throughput (collect mode) for every (K, B) case, A = 20.
+
+    Returns:
+        One dict per case: batch_size, num_sampled_actions, num_actions, num_simulations,
+        sampled_sims_per_s.
+    """
+    rows = []
+    for k in SAMPLED_KS:
+        cfg = SearchConfig(num_simulations=NUM_SIMULATIONS, discount=0.997, num_sampled_actions=k)
+        for batch_size in BATCH_SIZES:
+            rng = np.random.default_rng(0)
+            roots = _roots(batch_size, SAMPLED_ACTIONS, rng)
+            step = _constant_model(batch_size, SAMPLED_ACTIONS, rng)
+
+            def recurrent_fn(latent: torch.Tensor, actions: np.ndarray, s=step) -> StepOutput:
+                return s
+
+            def sampled_once(r=roots, f=recurrent_fn, c=cfg) -> None:
+                sampled_policy(r, f, c, np.random.default_rng(0), ActingParams("collect"))
+
+            rows.append(
+                {
+                    "batch_size": batch_size,
+                    "num_sampled_actions": k,
+                    "num_actions": SAMPLED_ACTIONS,
+                    "num_simulations": NUM_SIMULATIONS,
+                    "sampled_sims_per_s": _best_rate(sampled_once, batch_size, repeats),
+                }
+            )
+    return rows
+
+
 def main() -> None:
     """Prints the benchmark table."""
     torch.set_num_threads(1)  # the glue's tensor ops are tiny; threads only add contention
@@ -151,6 +189,12 @@ def main() -> None:
             f"{row['batch_size']:>5} {row['num_actions']:>3} {row['num_simulations']:>5} "
             f"{row['search_sims_per_s']:>15,.0f} {row['tree_sims_per_s']:>13,.0f} "
             f"{row['gumbel_sims_per_s']:>15,.0f}"
+        )
+    print(f"\n{'B':>5} {'K':>3} {'A':>3} {'sims':>5} {'sampled sims/s':>15}")
+    for row in bench_sampled():
+        print(
+            f"{row['batch_size']:>5} {row['num_sampled_actions']:>3} {row['num_actions']:>3} "
+            f"{row['num_simulations']:>5} {row['sampled_sims_per_s']:>15,.0f}"
         )
 
 

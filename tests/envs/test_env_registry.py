@@ -64,3 +64,16 @@ def test_atari_spec(gray_scale: bool, channels: int) -> None:
     assert spec.frame_dtype == np.uint8
     assert spec.action_space_size == 6  # minimal action set
     assert spec.frame_stack == 4
+
+
+def test_a_mujoco_id_without_mujoco_names_the_extra() -> None:
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("mujoco is installed here")
+    with pytest.raises(
+        EnvError, match=r"'HalfCheetah-v5' needs MuJoCo.*pip install -e \"\.\[mujoco\]\""
+    ):
+        check_env_id("HalfCheetah-v5")

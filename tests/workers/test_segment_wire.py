@@ -81,7 +81,9 @@ def test_round_trip_through_the_codec(kwargs: dict[str, Any], buffer_type: type)
 
 
 def test_wire_form_covers_every_segment_field() -> None:
-    wire = segment_to_wire(make_segment(priorities=True))
+    seg = make_segment(priorities=True)
+    sampled = np.zeros((seg.num_stored, 2), dtype=np.int64)
+    wire = segment_to_wire(dataclasses.replace(seg, root_sampled_actions=sampled))
     assert set(wire) == {f.name for f in dataclasses.fields(GameSegment)}
     assert all(isinstance(v, np.ndarray | int | bool) for v in wire.values())
 
@@ -148,3 +150,33 @@ def test_batch_errors_name_the_source_and_the_segment_index() -> None:
     good = segment_to_wire(make_segment())
     with pytest.raises(SegmentWireError, match=r"collect_result 3 from collector-1, segment 1: "):
         segments_from_wire([good, _without("obs")], "collect_result 3 from collector-1")
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_root_sampled_actions_and_float_actions_survive_the_wire(continuous: bool) -> None:
+    base = make_segment()
+    n, k, d = base.num_stored, 4, 2
+    rng = np.random.default_rng(5)
+    if continuous:
+        actions = rng.uniform(-1, 1, (n, d)).astype(np.float32)
+        sampled = rng.uniform(-1, 1, (n, k, d)).astype(np.float32)
+    else:
+        actions = base.actions
+        sampled = rng.integers(0, A, (n, k)).astype(np.int64)
+    seg = dataclasses.replace(base, actions=actions, root_sampled_actions=sampled)
+    seg.validate()
+    decoded = segment_from_wire(decode(encode(segment_to_wire(seg))))
+    assert_same(seg, decoded)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("actions", np.zeros((6, 2), np.int64), "'actions' has dtype int64 and shape"),
+        ("root_sampled_actions", np.zeros((5, 4), np.int64), "root_sampled_actions"),
+        ("root_sampled_actions", np.zeros((6, 4), np.float32), "root_sampled_actions"),
+    ],
+)
+def test_malformed_sampled_fields_are_named(field: str, value: np.ndarray, needle: str) -> None:
+    with pytest.raises(SegmentWireError, match=needle):
+        segment_from_wire(_corrupt(field, value))

@@ -152,6 +152,8 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         gumbel_scale=cfg.gumbel.gumbel_scale,
         maxvisit_init=cfg.gumbel.maxvisit_init,
         value_scale=cfg.gumbel.value_scale,
+        num_sampled_actions=cfg.sampled.num_of_sampled_actions,
+        sampled_prior=cfg.sampled.prior,
     )
 
 

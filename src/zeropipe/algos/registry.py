@@ -14,6 +14,7 @@ from zeropipe.algos.algorithm import Algorithm
 from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
+from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 
@@ -26,6 +27,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     for algo in (
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
+        Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=("sampled",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),

@@ -23,7 +23,8 @@ class GameSegment:
         obs: [S-1 + n + 1, *frame] frames. The first S-1 are history (the episode's earlier frames,
             or copies of the reset frame at an episode start); obs[t + S - 1] is the observation
             before action t, and obs[-1] the observation after the last stored action.
-        actions: [n] int64, the action taken at each step.
+        actions: [n] int64, the action taken at each step; or [n, D] float32 continuous actions
+            in [-1, 1] (scaled to the env's bounds by the env).
         rewards: [n] float32, the (training) reward of each step.
         child_visits: [n, A] float32, normalised root visit distribution (policy target).
         root_values: [n] float32, the search root value at each step.
@@ -35,6 +36,11 @@ class GameSegment:
         priorities: [length] float32 initial priorities, or None for the buffer's max priority.
         episode_id: collector-unique id of the episode (for diagnostics and tests).
         start_step: index of transition 0 within its episode.
+        root_sampled_actions: sampled search only: the K actions the root search sampled at
+            each step ([n, K] int64 discrete, [n, K, D] float32 continuous), the actions the
+            policy target's K entries belong to; None for searches over the full action set.
+            Carried on the wire; the replay buffer refuses it (and continuous actions) until it
+            stores them.
     """
 
     obs: np.ndarray
@@ -49,6 +55,7 @@ class GameSegment:
     priorities: np.ndarray | None = None
     episode_id: int = 0
     start_step: int = 0
+    root_sampled_actions: np.ndarray | None = None
 
     @property
     def num_stored(self) -> int:
@@ -72,9 +79,23 @@ class GameSegment:
             "length": 0 < self.length <= n,
             "priorities": self.priorities is None or self.priorities.shape[0] == self.length,
             "terminated": self.ends_episode or not self.terminated,
+            "actions kind": _actions_ok(self.actions),
+            "root_sampled_actions": self.root_sampled_actions is None
+            or (
+                self.root_sampled_actions.ndim == self.actions.ndim + 1
+                and self.root_sampled_actions.shape[0] == n
+                and self.root_sampled_actions.dtype.kind == self.actions.dtype.kind
+            ),
         }
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(
                     f"GameSegment invariant broken: {name} (n={n}, length={self.length})"
                 )
+
+
+def _actions_ok(actions: np.ndarray) -> bool:
+    """[n] integer (discrete) or [n, D] float (continuous) actions."""
+    if actions.ndim == 1:
+        return actions.dtype.kind in "iu"
+    return actions.ndim == 2 and actions.dtype.kind == "f"

@@ -107,6 +107,11 @@ class SegmentStore:
         """
         for segment in segments:
             segment.validate()
+            if segment.actions.ndim != 1 or segment.root_sampled_actions is not None:
+                raise ValueError(
+                    f"GameSegment of episode {segment.episode_id} carries continuous actions or "
+                    "root sampled actions, which this replay buffer does not store yet"
+                )
             expected = self.spec or DataSpec.of(segments[0])
             if DataSpec.of(segment) != expected:
                 raise ValueError(

@@ -34,7 +34,8 @@ class EnvConfig(_Strict):
 
     env_id: str = Field(
         description="gymnasium env id (Discrete actions, Box observations), e.g. CartPole-v1, "
-        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env)."
+        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env); a third-party id as "
+        "'module:EnvId' (e.g. minatar.gym:MinAtar/Breakout-v1) imports the module first."
     )
     collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
     evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
@@ -153,6 +154,21 @@ class GumbelConfig(_Strict):
     )
     value_scale: float = Field(
         0.1, gt=0.0, description="c_scale of the σ transform of completed Q (paper: 0.1)."
+    )
+
+
+class SampledConfig(_Strict):
+    """Sampled search (sampled_muzero; Hubert et al. 2021, "Learning and planning in complex
+    action spaces")."""
+
+    num_of_sampled_actions: int = Field(
+        6, ge=1, description="K: actions sampled at every expanded node (discrete: K <= actions)."
+    )
+    prior: Literal["density", "uniform"] = Field(
+        "uniform",
+        description="PUCT prior term of a sampled child: uniform (1 / #children; the "
+        "reference's sampled_muzero and sampled_unizero) or density (prior / sum of the sampled "
+        "children's priors; the reference's sampled_efficientzero).",
     )
 
 
@@ -346,6 +362,10 @@ class PolicyConfig(_Strict):
     )
     gumbel: GumbelConfig = Field(
         default_factory=GumbelConfig, description="Gumbel search settings (gumbel_muzero only)."
+    )
+    sampled: SampledConfig = Field(
+        default_factory=SampledConfig,
+        description="Sampled search settings (sampled_muzero only).",
     )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")

@@ -79,15 +79,30 @@ def info_action_mask(info: dict[str, Any], num_actions: int) -> np.ndarray | Non
     return np.asarray(mask, dtype=bool).reshape(num_actions)
 
 
+def gym_frame(obs: Any, dtype: np.dtype, channels_last: bool) -> np.ndarray:
+    """A fresh frame of `dtype` from a gymnasium Box observation; with `channels_last`, an
+    (H, W, C) image becomes (C, H, W), the layout of the conv encoder."""
+    frame = np.array(obs, dtype=dtype)
+    if channels_last:
+        frame = np.ascontiguousarray(frame.transpose(2, 0, 1))
+    return frame
+
+
 class GymGame:
-    """A gymnasium env with Discrete actions and Box observations; frames are float32 copies.
+    """A gymnasium env with Discrete actions and Box observations; frames are `gym_frame` copies.
 
     Args:
         env: The env, created with its time limit already applied.
+        frame_dtype: The frame dtype (`EnvSpec.frame_dtype`): float32, or uint8 for uint8 spaces.
+        channels_last: Observations are (H, W, C) images, handed on as (C, H, W).
     """
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(
+        self, env: gym.Env, frame_dtype: np.dtype | None = None, channels_last: bool = False
+    ) -> None:
         self._env = env
+        self._dtype = np.dtype(np.float32 if frame_dtype is None else frame_dtype)
+        self._channels_last = channels_last
         space = env.action_space
         assert isinstance(space, gym.spaces.Discrete)
         self._num_actions = int(space.n)
@@ -96,7 +111,8 @@ class GymGame:
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Reset the env, seeding its RNG when a seed is given. Returns (frame, action_mask)."""
         obs, info = self._env.reset(seed=seed)
-        return np.array(obs, dtype=np.float32), info_action_mask(info, self._num_actions)
+        frame = gym_frame(obs, self._dtype, self._channels_last)
+        return frame, info_action_mask(info, self._num_actions)
 
     def next_episode(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Reset without a seed: the env's RNG stream continues."""
@@ -108,7 +124,7 @@ class GymGame:
         terminated = bool(terminated)
         truncated = bool(truncated) and not terminated
         return GameStep(
-            frame=np.array(obs, dtype=np.float32),
+            frame=gym_frame(obs, self._dtype, self._channels_last),
             reward=float(reward),
             raw_reward=float(reward),
             terminated=terminated,

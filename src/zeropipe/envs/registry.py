@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib
 from typing import Literal
 
 import gymnasium as gym
@@ -35,9 +36,35 @@ def register_envs() -> None:
     register_2048_env()
 
 
+def gym_id(env_id: str) -> str:
+    """The registered id of `env_id`, importing its module first for ``module:EnvId`` ids.
+
+    gymnasium's convention: ``minatar.gym:MinAtar/Breakout-v1`` imports ``minatar.gym`` (which
+    registers ``MinAtar/Breakout-v1``) and names that id. Each process that builds envs resolves
+    the id itself, so the import happens wherever the env is made.
+
+    Raises:
+        EnvError: The module cannot be imported (it names the module).
+    """
+    module, sep, name = env_id.partition(":")
+    if not sep:
+        return env_id
+    if not module or not name:
+        raise EnvError(f"env id {env_id!r}: expected 'module:EnvId' with both parts non-empty")
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise EnvError(
+            f"env id {env_id!r}: cannot import module {module!r} ({exc}); install the package "
+            "that provides it"
+        ) from exc
+    return name
+
+
 def _registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The gymnasium registration of `env_id`, or an EnvError that suggests close ids."""
     register_envs()
+    env_id = gym_id(env_id)
     if env_id in gym.registry:
         return gym.registry[env_id]
     close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
@@ -76,6 +103,7 @@ def make_gym_env(
             does not offer `render_mode`.
     """
     atari = is_atari(env_id)
+    env_id = gym_id(env_id)
     render = (
         {} if render_mode is None else {"render_mode": _checked_render_mode(env_id, render_mode)}
     )
@@ -89,8 +117,21 @@ def make_gym_env(
                 **render,
             )
         return gym.make(env_id, max_episode_steps=max_episode_steps, **render)
+    except gym.error.DependencyNotInstalled as exc:
+        if _is_mujoco(env_id):
+            raise EnvError(
+                f"env {env_id!r} needs MuJoCo, which is not installed: install zeropipe's "
+                'mujoco extra (pip install -e ".[mujoco]")'
+            ) from exc
+        raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
     except gym.error.Error as exc:
         raise EnvError(f"cannot create env {env_id!r}: {exc}") from exc
+
+
+def _is_mujoco(env_id: str) -> bool:
+    """Whether `env_id` is one of gymnasium's MuJoCo envs (Hopper-v5, HalfCheetah-v5...)."""
+    entry_point = _registered_spec(env_id).entry_point
+    return isinstance(entry_point, str) and entry_point.startswith("gymnasium.envs.mujoco")
 
 
 def _checked_render_mode(env_id: str, render_mode: str) -> str:
@@ -139,8 +180,28 @@ def _spec_of(cfg: EnvConfig, env: gym.Env) -> EnvSpec:
         channels = 1 if cfg.gray_scale else 3
         frame_shape: tuple[int, ...] = (channels, cfg.obs_size, cfg.obs_size)
         return EnvSpec(frame_shape, np.dtype(np.uint8), num_actions, cfg.frame_stack)
-    frame_shape = tuple(int(size) for size in env.observation_space.shape)  # type: ignore[union-attr]
-    return EnvSpec(frame_shape, np.dtype(np.float32), num_actions, cfg.frame_stack)
+    space = env.observation_space
+    shape = tuple(int(size) for size in space.shape)  # type: ignore[union-attr]
+    if channels_last(shape):
+        shape = (shape[2], shape[0], shape[1])
+    return EnvSpec(shape, frame_dtype(space), num_actions, cfg.frame_stack)
+
+
+def channels_last(shape: tuple[int, ...]) -> bool:
+    """Whether a 3-d observation is a gymnasium (H, W, C) image the conv encoder must see as
+    (C, H, W): every 3-d shape except one that is already planes-first, i.e. (C, S, S) with
+    C != S (e.g. 2048's (16, 4, 4) planes)."""
+    if len(shape) != 3:
+        return False
+    return not (shape[1] == shape[2] and shape[0] != shape[1])
+
+
+def frame_dtype(space: gym.Space) -> np.dtype:
+    """The frame dtype of a Box observation space: uint8 stays uint8 (the network scales it by
+    1/255), every other dtype (bool, integer, float) becomes float32 (bool as 0/1)."""
+    if np.dtype(space.dtype) == np.uint8:
+        return np.dtype(np.uint8)
+    return np.dtype(np.float32)
 
 
 def env_spec(cfg: EnvConfig) -> EnvSpec:
@@ -178,5 +239,9 @@ def make_game(cfg: EnvConfig, mode: Mode, render_mode: str | None = None) -> tup
     except EnvError:
         env.close()
         raise
-    game: Game = AtariGame(env, cfg, mode) if is_atari(cfg.env_id) else GymGame(env)
+    if is_atari(cfg.env_id):
+        game: Game = AtariGame(env, cfg, mode)
+    else:
+        layout = channels_last(env.observation_space.shape)  # type: ignore[arg-type]
+        game = GymGame(env, spec.frame_dtype, channels_last=layout)
     return game, spec

@@ -42,6 +42,11 @@ class SearchConfig:
         maxvisit_init: Gumbel: c_visit of the σ transform σ(q) = (c_visit + max_b N(b))·c_scale·q
             (paper eq. 8; mctx and LightZero default 50).
         value_scale: Gumbel: c_scale of that transform (paper and mctx default 0.1).
+        num_sampled_actions: sampled: K, the actions sampled at every expanded node
+            (LightZero's `num_of_sampled_actions`, default 6).
+        sampled_prior: sampled: the PUCT prior term of a sampled child, "density"
+            (π / Σ π over the sampled children; sampled_efficientzero) or "uniform"
+            (1 / #children; sampled_muzero, sampled_unizero).
     """
 
     num_simulations: int
@@ -55,6 +60,8 @@ class SearchConfig:
     gumbel_scale: float = 1.0
     maxvisit_init: float = 50.0
     value_scale: float = 0.1
+    num_sampled_actions: int = 6
+    sampled_prior: str = "uniform"
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -78,6 +85,15 @@ class SearchConfig:
                 f"SearchConfig.root_noise_weight must lie in [0, 1], got {self.root_noise_weight}"
             )
         self._check_gumbel()
+        if self.num_sampled_actions < 1:
+            raise ValueError(
+                f"SearchConfig.num_sampled_actions must be >= 1, got {self.num_sampled_actions}"
+            )
+        if self.sampled_prior not in ("density", "uniform"):
+            raise ValueError(
+                "SearchConfig.sampled_prior must be 'density' or 'uniform', got "
+                f"{self.sampled_prior!r}"
+            )
 
     def _check_gumbel(self) -> None:
         """Validates the Gumbel constants (read only by the Gumbel policy)."""

@@ -11,6 +11,9 @@ batch of roots and A the actions.
 - `gumbel` (Gumbel MuZero, Danihelka et al. 2022; mctx `gumbel_muzero_policy`): Gumbel top-k and
   sequential halving at the root, the deterministic improved-policy rule below it, and the
   improved policy softmax(logits + σ(completed Q)) as the policy target.
+- `sampled` (Sampled MuZero, Hubert et al. 2021): PUCT over K sampled actions per node
+  (`sampled.py`); the policy target is the visit distribution over the K root slots, returned
+  with the K root actions themselves (`PolicyOutput.sampled_actions`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from zeropipe.mcts.acting import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchRoots
 from zeropipe.mcts.qtransform import root_completed_q
+from zeropipe.mcts.sampled import SampledSlots
 from zeropipe.mcts.search import run_search, search_params
 from zeropipe.mcts.selection import GUMBEL, LOW_LOGIT
 
@@ -58,6 +62,11 @@ class PolicyOutput:
         q_values: [B, A] float32 Q of each root child (policy-specific completion of unvisited
             children; 0 where the policy does not define one).
         visit_counts: [B, A] int32 root child visits (for statistics and tests, never acting).
+        sampled_actions: sampled search only: [B, K] int64 the real actions of the K root slots
+            (the full-A fields above are their statistics, scattered onto these actions);
+            None for searches over the full action set.
+        sampled_mask: sampled search only: [B, K] bool slots that hold a legal sampled action
+            (False where a root has fewer than K legal actions).
     """
 
     action: np.ndarray
@@ -65,6 +74,8 @@ class PolicyOutput:
     root_value: np.ndarray
     q_values: np.ndarray
     visit_counts: np.ndarray
+    sampled_actions: np.ndarray | None = None
+    sampled_mask: np.ndarray | None = None
 
 
 # (roots, the model's recurrent step, search constants, generator, how it is used) → output.
@@ -162,13 +173,72 @@ def gumbel_policy(
     )
 
 
+def sampled_policy(
+    roots: SearchRoots,
+    recurrent_fn: RecurrentFn,
+    cfg: SearchConfig,
+    rng: np.random.Generator,
+    acting: ActingParams,
+) -> PolicyOutput:
+    """Sampled MuZero: PUCT over K sampled actions per node, target over the K root slots.
+
+    Every search samples its own K root actions (so reanalysis re-samples). The Dirichlet root
+    noise is mixed in for collect and reanalyze with the `density` prior term only (with
+    `uniform` the PUCT prior ignores it, as the reference). Collect samples a slot from
+    visits^(1/T) with ε-greedy over the legal slots, eval takes the most visited slot; the
+    action played is the slot's real action. The root slots' visits, visit distribution and Q
+    are returned scattered onto their (distinct) real actions over the full action set, so
+    that the cross-entropy over the sampled actions, Σ_k target_k · log π(a_k), is the plain
+    cross-entropy against that target; `sampled_actions` names the K root actions.
+    """
+    batch_size, num_actions = roots.policy_logits.shape
+    slots = SampledSlots(
+        batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng
+    )
+    noise = acting.mode != "eval" and cfg.sampled_prior == "density"
+    result = run_search(roots, recurrent_fn, cfg, rng, add_noise=noise, slots=slots)
+    counts = result.visit_counts  # [B, K]
+    legal = result.tree.root_legal.copy()  # [B, K] slots holding a legal sampled action
+    if acting.mode == "collect":
+        slot = select_action(
+            counts, acting.temperature, rng, epsilon=acting.epsilon, action_mask=legal
+        )
+    else:
+        slot = select_action(counts, 1.0, rng, deterministic=True)
+    sampled = slots.root_actions()  # [B, K]
+    return PolicyOutput(
+        action=sampled[np.arange(batch_size), slot],
+        policy_target=_scatter(visit_distribution(counts), sampled, legal, num_actions),
+        root_value=result.root_value,
+        q_values=_scatter(result.q_values, sampled, legal, num_actions),
+        visit_counts=_scatter(counts, sampled, legal, num_actions),
+        sampled_actions=sampled,
+        sampled_mask=legal,
+    )
+
+
+def _scatter(
+    per_slot: np.ndarray, actions: np.ndarray, legal: np.ndarray, num_actions: int
+) -> np.ndarray:
+    """[B, K] slot values onto their [B, K] distinct real actions: [B, A], 0 elsewhere; slots
+    that are not `legal` (which repeat another slot's action) add nothing."""
+    full = np.zeros((per_slot.shape[0], num_actions), dtype=per_slot.dtype)
+    rows = np.arange(per_slot.shape[0])[:, None]
+    np.add.at(full, (rows, actions), np.where(legal, per_slot, 0))
+    return full
+
+
 def _softmax(logits: np.ndarray) -> np.ndarray:
     """Row softmax of [B, A] float64 logits; -inf entries get 0 (each row has a finite one)."""
     weights = np.exp(logits - logits.max(axis=1, keepdims=True))
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-SEARCH_POLICIES: dict[str, SearchPolicy] = {"puct": puct_policy, "gumbel": gumbel_policy}
+SEARCH_POLICIES: dict[str, SearchPolicy] = {
+    "puct": puct_policy,
+    "gumbel": gumbel_policy,
+    "sampled": sampled_policy,
+}
 
 
 def search_policy(name: str) -> SearchPolicy:

@@ -23,6 +23,7 @@ from zeropipe.mcts.contract import (
 )
 from zeropipe.mcts.halving import root_considered_visits
 from zeropipe.mcts.noise import root_prior
+from zeropipe.mcts.sampled import SampledSlots
 from zeropipe.mcts.selection import GUMBEL, PUCT, SearchParams
 from zeropipe.mcts.simulate import simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
@@ -37,6 +38,7 @@ def run_search(
     *,
     rule: int = PUCT,
     gumbel: np.ndarray | None = None,
+    slots: SampledSlots | None = None,
 ) -> SearchOutput:
     """Runs a batched search from B roots (MuZero PUCT unless another rule code is given).
 
@@ -52,6 +54,9 @@ def run_search(
         rule: which descent selects the edges (a rule code of `selection.py`).
         gumbel: [B, A] root Gumbel noise for the GUMBEL rule; with it the tree also gets
             its sequential-halving schedule (`cfg.max_num_considered_actions`).
+        slots: sampled search: the tree is searched over K action slots per node, sampled
+            from each node's policy; the model steps with the slots' real actions, and the
+            output's A axis is the root's K slots (`slots.root_actions()` names them).
 
     Returns:
         Root visit counts, root value, root Q values and the tree.
@@ -60,6 +65,9 @@ def run_search(
         ValueError: if the root arrays disagree in shape, a row has no legal action, or the
             GUMBEL rule comes without its noise.
     """
+    if slots is not None:
+        _check_roots(roots)
+        roots = slots.sample_roots(roots)
     batch_size, num_actions = _check_roots(roots)
     if rule == GUMBEL and gumbel is None:
         raise ValueError("run_search: the GUMBEL rule needs the root Gumbel noise `gumbel`")
@@ -78,7 +86,10 @@ def run_search(
     for sim in range(num_simulations):
         parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
         # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
-        step = recurrent_fn(store[parent_nodes, batch_index], actions.copy())
+        model_actions = actions.copy() if slots is None else slots.real_actions(parents, actions)
+        step = recurrent_fn(store[parent_nodes, batch_index], model_actions)
+        if slots is not None:
+            step = slots.expand(sim + 1, step)
         store[sim + 1] = step.latent.detach()
         _advance(tree, params, rule, sim + 1, step, sim + 1 < num_simulations, parents, actions)
     return _root_output(tree, cfg.discount)

@@ -32,14 +32,15 @@ from zeropipe.buffer.segment import GameSegment
 # name → (exact ndim, or None for "at least 1"; allowed numpy dtype kinds)
 _ARRAY_FIELDS: dict[str, tuple[int | None, str]] = {
     "obs": (None, "buif"),  # [S-1 + n + 1, *frame]: uint8 pixels or float features
-    "actions": (1, "iu"),  # [n]
+    "actions": (None, "iuf"),  # [n] integer or [n, D] float (checked by GameSegment.validate)
     "rewards": (1, "f"),  # [n]
     "child_visits": (2, "f"),  # [n, A]
     "root_values": (1, "f"),  # [n]
     "action_masks": (2, "b"),  # [n + 1, A]
     "priorities": (1, "f"),  # [length], or None
+    "root_sampled_actions": (None, "iuf"),  # [n, K] int or [n, K, D] float, or None
 }
-_OPTIONAL_FIELDS = frozenset({"priorities"})
+_OPTIONAL_FIELDS = frozenset({"priorities", "root_sampled_actions"})
 _INT_FIELDS = ("length", "episode_id", "start_step")
 _BOOL_FIELDS = ("ends_episode", "terminated")
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(GameSegment))
@@ -92,6 +93,7 @@ def segment_from_wire(data: Any) -> GameSegment:
             f"segment on the wire: missing fields {missing}, unexpected fields {extra}"
         )
     kwargs: dict[str, Any] = {name: _array(name, data[name]) for name in _ARRAY_FIELDS}
+    _check_actions(kwargs["actions"])
     kwargs.update({name: _int(name, data[name]) for name in _INT_FIELDS})
     kwargs.update({name: _bool(name, data[name]) for name in _BOOL_FIELDS})
     seg = GameSegment(**kwargs)
@@ -145,6 +147,18 @@ def _array(name: str, value: Any) -> np.ndarray | None:
             "(b bool, i/u integer, f float)"
         )
     return value
+
+
+def _check_actions(actions: np.ndarray) -> None:
+    """Actions are [n] integers (discrete) or [n, D] floats (continuous)."""
+    if actions.ndim == 1 and actions.dtype.kind in "iu":
+        return
+    if actions.ndim == 2 and actions.dtype.kind == "f":
+        return
+    raise SegmentWireError(
+        f"segment field 'actions' has dtype {actions.dtype} and shape {actions.shape}; expected "
+        "[n] integer (discrete) or [n, D] float (continuous) actions"
+    )
 
 
 def _int(name: str, value: Any) -> int:

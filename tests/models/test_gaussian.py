@@ -1,0 +1,84 @@
+"""The Gaussian/tanh policy: head outputs, the tanh-corrected log-density, sampling in bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from zeropipe.models.gaussian import (
+    GaussianPolicyHead,
+    sample_tanh_gaussian,
+    split_params,
+    tanh_log_prob,
+)
+
+
+def _cdf(y: float, mu: float, sigma: float) -> float:
+    """P(tanh(u) <= y) for u ~ Normal(mu, sigma)."""
+    return 0.5 * (1.0 + math.erf((math.atanh(y) - mu) / (sigma * math.sqrt(2.0))))
+
+
+@pytest.mark.parametrize(("mu", "sigma"), [(0.0, 1.0), (0.7, 0.3), (-1.5, 2.0)])
+@pytest.mark.parametrize("y", [-0.9, -0.2, 0.0, 0.5, 0.95])
+def test_log_density_matches_the_numerical_derivative_of_the_cdf(mu, sigma, y) -> None:
+    h = 1e-5
+    numeric = (_cdf(y + h, mu, sigma) - _cdf(y - h, mu, sigma)) / (2 * h)
+    log_p = tanh_log_prob(
+        torch.tensor([mu], dtype=torch.float64),
+        torch.tensor([sigma], dtype=torch.float64),
+        torch.tensor([y], dtype=torch.float64),
+    )
+    assert math.exp(float(log_p)) == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+
+
+def test_log_density_sums_over_dimensions() -> None:
+    mu = torch.tensor([[0.1, -0.4]], dtype=torch.float64)
+    sigma = torch.tensor([[0.5, 1.2]], dtype=torch.float64)
+    a = torch.tensor([[0.3, -0.6]], dtype=torch.float64)
+    joint = tanh_log_prob(mu, sigma, a)
+    parts = sum(
+        tanh_log_prob(mu[:, i : i + 1], sigma[:, i : i + 1], a[:, i : i + 1]) for i in (0, 1)
+    )
+    torch.testing.assert_close(joint, parts)
+
+
+def test_density_integrates_to_one() -> None:
+    y = torch.linspace(-1 + 1e-9, 1 - 1e-9, 400_001, dtype=torch.float64)[:, None]
+    p = tanh_log_prob(torch.tensor([0.3]), torch.tensor([0.8]), y).exp()
+    assert float(torch.trapezoid(p, y[:, 0])) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_samples_lie_inside_the_bounds_with_their_log_probs() -> None:
+    rng = np.random.default_rng(0)
+    mu = np.array([[0.0, 3.0], [-5.0, 0.2]], dtype=np.float32)
+    sigma = np.array([[1.0, 2.0], [0.1, 0.5]], dtype=np.float32)
+    actions, log_prob = sample_tanh_gaussian(mu, sigma, 50, rng)
+    assert actions.shape == (2, 50, 2) and log_prob.shape == (2, 50)
+    assert (np.abs(actions) < 1.0).all()
+    expected = tanh_log_prob(
+        torch.from_numpy(mu)[:, None].double(),
+        torch.from_numpy(sigma)[:, None].double(),
+        torch.from_numpy(actions).double(),
+    )
+    np.testing.assert_allclose(log_prob, expected.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("sigma_type", ["conditioned", "fixed"])
+def test_head_gives_mu_and_positive_sigma(sigma_type) -> None:
+    head = GaussianPolicyHead(8, 16, 3, sigma_type=sigma_type, fixed_sigma_value=0.3)
+    torch.nn.init.normal_(head.layers[-1].weight)
+    mu, sigma = split_params(head(torch.randn(5, 8)))
+    assert mu.shape == sigma.shape == (5, 3)
+    assert (sigma > 0).all()
+    if sigma_type == "fixed":
+        torch.testing.assert_close(sigma, torch.full((5, 3), 0.3))
+    else:
+        assert sigma.std() > 0  # conditioned on the state
+
+
+def test_unknown_sigma_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="sigma_type"):
+        GaussianPolicyHead(8, 16, 3, sigma_type="learned")  # type: ignore[arg-type]
