@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from zeropipe.algos.algorithm import Algorithm
+from zeropipe.algos.efficientzero import EFFICIENTZERO
 from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
@@ -23,6 +24,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     for algo in (
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
+        Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
     )
 }

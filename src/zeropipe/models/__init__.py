@@ -1,11 +1,13 @@
-"""Neural networks of the MuZero family: encoders, dynamics, heads, supports, projection, and
-UniZero's transformer world model with its packed KV-cache windows and per-env root contexts.
+"""Neural networks of the MuZero family: encoders, dynamics, heads, supports, projection,
+EfficientZero's value-prefix network, and UniZero's transformer world model with its packed KV-cache
+windows and per-env root contexts.
 
 Runs in: any. Models know nothing of search, buffers or processes; the search and the learner see
 only `initial_inference` / `recurrent_inference` (MuZeroNetwork, UniZeroNetwork), UniZero's
 `sequence`, and the support helpers.
 """
 
+from zeropipe.models.efficientzero import EfficientZeroNetwork
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.protocol import Network
 from zeropipe.models.root_context import RootContexts, RootContextStats
@@ -22,6 +24,7 @@ from zeropipe.models.world_model import SequenceOutput, UniZeroNetwork
 __all__ = [
     "CausalTransformer",
     "DiscreteSupport",
+    "EfficientZeroNetwork",
     "MuZeroNetwork",
     "Network",
     "NetworkOutput",
