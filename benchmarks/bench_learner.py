@@ -75,7 +75,11 @@ def bench_search_latency(
     return {"config": config, "batch_size": batch_size, "ms": 1000 * elapsed, "sims": sims}
 
 
-CONFIGS = ("configs/cartpole_muzero.yaml", "configs/cartpole_unizero.yaml")
+CONFIGS = (
+    "configs/cartpole_muzero.yaml",
+    "configs/cartpole_efficientzero.yaml",
+    "configs/cartpole_unizero.yaml",
+)
 
 
 def main() -> None:
