@@ -5,7 +5,9 @@ EfficientZero (Ye et al. 2021): the network predicts value prefixes through an L
 every `lstm_horizon_len` steps (`models/efficientzero.py`), so the reward term of `unroll_loss`
 becomes a value-prefix cross-entropy against `value_prefix_targets`; the consistency term and the
 policy and value terms are MuZero's. The reference has no entropy term (its default weight is 0
-for this type, `config/schema.py`).
+for this type, `config/schema.py`). One difference from the reference: `unroll_loss` halves the
+gradient of the whole packed state at each step's entry, so the LSTM state's gradient is halved
+along with the latent's (the reference halves the latent's only).
 """
 
 from __future__ import annotations
