@@ -80,6 +80,7 @@ CONFIGS = (
     "configs/cartpole_unizero.yaml",
     "configs/cartpole_muzero_context.yaml",
     "configs/cartpole_muzero_rnn_full_obs.yaml",
+    "configs/cartpole_efficientzero.yaml",
 )
 
 

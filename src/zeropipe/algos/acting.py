@@ -99,9 +99,10 @@ class NetworkSearch:
     def _recurrent(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
         action = torch.from_numpy(np.ascontiguousarray(actions, dtype=np.int64)).to(self.device)
         out = self.network.recurrent_inference(latent, action)
+        reward = self.network.transition_reward(latent, out)
         return StepOutput(
             latent=out.latent,
-            reward=_scalar(out.reward_logits, self.network.reward_support),
+            reward=reward.float().cpu().numpy().astype(np.float32),
             value=_scalar(out.value_logits, self.network.value_support),
             policy_logits=out.policy_logits.float().cpu().numpy(),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from zeropipe.algos.algorithm import Algorithm
+from zeropipe.algos.efficientzero import EFFICIENTZERO
 from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
@@ -28,6 +29,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
         Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=("sampled",)),
+        Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),

@@ -172,6 +172,27 @@ class SampledConfig(_Strict):
     )
 
 
+class ValuePrefixConfig(_Strict):
+    """EfficientZero's value-prefix LSTM (efficientzero only; Ye et al. 2021 §4.2)."""
+
+    lstm_hidden_size: int = Field(
+        512, ge=1, description="Hidden size of the value-prefix LSTM (reference: 512)."
+    )
+    lstm_horizon_len: int = Field(
+        5,
+        ge=1,
+        description="The LSTM state and the value prefix restart every this many unroll / search "
+        "steps from the root (reference: 5).",
+    )
+
+
+# Per-type defaults that differ from the common ones (lightzero_facts §1.1): filled in before
+# validation for keys the input does not give.
+_TYPE_DEFAULTS: dict[str, dict[str, float]] = {
+    "efficientzero": {"ssl_loss_weight": 2.0, "policy_entropy_weight": 0.0},
+}
+
+
 class AsyncPipelineConfig(_Strict):
     """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
 
@@ -367,6 +388,10 @@ class PolicyConfig(_Strict):
         default_factory=SampledConfig,
         description="Sampled search settings (sampled_muzero only).",
     )
+    value_prefix: ValuePrefixConfig = Field(
+        default_factory=ValuePrefixConfig,
+        description="Value-prefix LSTM settings (efficientzero only).",
+    )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
     save_ckpt_freq: int = Field(
@@ -375,6 +400,15 @@ class PolicyConfig(_Strict):
     async_pipeline: AsyncPipelineConfig = Field(
         default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _type_defaults(cls, data):
+        """A type's own defaults (e.g. efficientzero's SSL weight 2) for keys not given."""
+        if isinstance(data, dict):
+            defaults = _TYPE_DEFAULTS.get(data.get("type", "muzero"), {})
+            data = {**defaults, **data}
+        return data
 
     @model_validator(mode="after")
     def _check_sizes(self) -> PolicyConfig:

@@ -1,12 +1,13 @@
 """Neural networks of the MuZero family: encoders, dynamics, heads, supports, projection, MuZero
-with a GRU latent history, and UniZero's transformer world model with its packed KV-cache windows
-and per-env root contexts.
+with a GRU latent history, EfficientZero's value-prefix network, and UniZero's transformer world
+model with its packed KV-cache windows and per-env root contexts.
 
 Runs in: any. Models know nothing of search, buffers or processes; the search and the learner see
 only `initial_inference` / `recurrent_inference` (MuZeroNetwork, UniZeroNetwork), UniZero's
 `sequence`, and the support helpers.
 """
 
+from zeropipe.models.efficientzero import EfficientZeroNetwork
 from zeropipe.models.history_network import HistoryLayout, HistoryNetwork
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.protocol import Network
@@ -24,6 +25,7 @@ from zeropipe.models.world_model import SequenceOutput, UniZeroNetwork
 __all__ = [
     "CausalTransformer",
     "DiscreteSupport",
+    "EfficientZeroNetwork",
     "HistoryLayout",
     "HistoryNetwork",
     "MuZeroNetwork",

@@ -47,6 +47,31 @@ class VectorHead(nn.Module):
         return self.layers(x)
 
 
+def head_features(latent_shape: tuple[int, ...], cfg: ModelConfig) -> tuple[nn.Module, int]:
+    """The features a head reads from a latent, and their width.
+
+    Image latents (C, H, W): 1×1 conv to head_channels → norm → ReLU → flatten. Vector latents
+    (E,): the latent itself.
+
+    Args:
+        latent_shape: one latent without the batch axis.
+        cfg: head_channels and norm_type are read.
+
+    Returns:
+        A module mapping [B, *latent_shape] to [B, F], and F.
+    """
+    if len(latent_shape) != 3:
+        return nn.Identity(), latent_shape[0]
+    channels, height, width = latent_shape
+    reduce = nn.Sequential(
+        nn.Conv2d(channels, cfg.head_channels, 1),
+        norm_2d(cfg.head_channels, cfg.norm_type),
+        nn.ReLU(inplace=True),
+        nn.Flatten(),
+    )
+    return reduce, cfg.head_channels * height * width
+
+
 class ConvHead(nn.Module):
     """1×1 conv to head_channels → norm → ReLU → flatten → `VectorHead` (LightZero conv heads)."""
 
@@ -59,14 +84,7 @@ class ConvHead(nn.Module):
             cfg: head_channels, head_hidden_dim and norm_type are read.
         """
         super().__init__()
-        channels, height, width = latent_shape
-        self.reduce = nn.Sequential(
-            nn.Conv2d(channels, cfg.head_channels, 1),
-            norm_2d(cfg.head_channels, cfg.norm_type),
-            nn.ReLU(inplace=True),
-            nn.Flatten(),
-        )
-        flat_dim = cfg.head_channels * height * width
+        self.reduce, flat_dim = head_features(latent_shape, cfg)
         self.mlp = VectorHead(flat_dim, cfg.head_hidden_dim, out_dim, cfg.norm_type)
 
     def forward(self, latent: Tensor) -> Tensor:

@@ -123,3 +123,8 @@ class HistoryNetwork(nn.Module):
 
     def clear_caches(self) -> None:
         """Nothing is cached: histories travel with the latents."""
+
+    def transition_reward(self, latent: Tensor, out: NetworkOutput) -> Tensor:
+        """The reward head's scalar: a history adds nothing to a step's reward (see
+        `MuZeroNetwork.transition_reward`)."""
+        return self.core.transition_reward(latent, out)

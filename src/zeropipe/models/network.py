@@ -17,7 +17,7 @@ from zeropipe.models.dynamics import build_dynamics
 from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.heads import Prediction, build_head
 from zeropipe.models.projection import Projection
-from zeropipe.models.support import DiscreteSupport, scalar_to_two_hot
+from zeropipe.models.support import DiscreteSupport, logits_to_scalar, scalar_to_two_hot
 
 # Stands in for log(0) in the initial reward logits: exp(-1e4) is exactly 0 in float32 (so softmax
 # gives the exact two-hot of 0), while the logits stay finite, so 0·logit terms in a cross-entropy
@@ -102,7 +102,7 @@ class MuZeroNetwork(nn.Module):
         self.representation = build_encoder(self.input_shape, self.kind, cfg)
         self.latent_shape: tuple[int, ...] = self.representation.latent_shape
         self.dynamics = build_dynamics(self.latent_shape, action_space_size, cfg)
-        self.reward_head = build_head(self.latent_shape, self.reward_support.size, cfg)
+        self.reward_head = self._build_reward_head(cfg)
         self.prediction = Prediction(
             self.latent_shape, action_space_size, self.value_support.size, cfg
         )
@@ -160,6 +160,18 @@ class MuZeroNetwork(nn.Module):
         """The reward logits of a root (the two-hot of 0), a broadcast view.  # [B, S_r]"""
         return self._initial_reward_logits.expand(batch_size, -1)
 
+    def transition_reward(self, latent: Tensor, out: NetworkOutput) -> Tensor:
+        """Scalar reward of the steps from `latent` that `recurrent_inference` turned into `out`.
+
+        Args:
+            latent: the parent latents the step started from.  # [B, *latent_shape]
+            out: the step's output.
+
+        Returns:
+            Rewards, float32.  # [B]
+        """
+        return logits_to_scalar(out.reward_logits.float(), self.reward_support)
+
     def project(self, latent: Tensor, with_grad: bool) -> Tensor:
         """SSL embedding of latents (EfficientZero consistency loss).
 
@@ -183,6 +195,10 @@ class MuZeroNetwork(nn.Module):
 
     def clear_caches(self) -> None:
         """Nothing is cached: every inference is computed from its inputs."""
+
+    def _build_reward_head(self, cfg: ModelConfig) -> nn.Module:
+        """g's reward head on the next latent (a subclass may predict something else)."""
+        return build_head(self.latent_shape, self.reward_support.size, cfg)
 
     def _normalised(self, latent: Tensor) -> Tensor:
         return min_max_normalise(latent) if self.state_norm else latent

@@ -36,6 +36,14 @@ class Network(Protocol):
         """One model step from latents [B, ...] and int64 actions [B]."""
         ...
 
+    def transition_reward(self, latent: Tensor, out: NetworkOutput) -> Tensor:
+        """Scalar reward [B] the search backs up for the step from `latent` that gave `out`.
+
+        MuZero reads the reward head; EfficientZero differences the value prefixes of parent and
+        child (the search state carries both), so the search never knows which it is.
+        """
+        ...
+
     def clear_caches(self) -> None:
         """Forget anything computed with the current weights (called after a weight change)."""
         ...

@@ -23,7 +23,7 @@ from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.heads import zero_linear
 from zeropipe.models.network import NetworkOutput
 from zeropipe.models.root_context import RootContexts
-from zeropipe.models.support import DiscreteSupport, scalar_to_two_hot
+from zeropipe.models.support import DiscreteSupport, logits_to_scalar, scalar_to_two_hot
 from zeropipe.models.transformer import CausalTransformer
 
 # log(0) stand-in for the zero-reward logits of a root; see `network._LOG_ZERO`.
@@ -193,6 +193,10 @@ class UniZeroNetwork(nn.Module):
         out_obs, state = self.transformer.extend(state, predicted.unsqueeze(1))
         value_logits, policy_logits = self.observation_heads(out_obs[:, 0])
         return NetworkOutput(state, value_logits, reward_logits, policy_logits)
+
+    def transition_reward(self, latent: Tensor, out: NetworkOutput) -> Tensor:
+        """Scalar reward [B] of the steps from windows `latent` [B, D] that produced `out`."""
+        return logits_to_scalar(out.reward_logits.float(), self.reward_support)
 
     # --- training -----------------------------------------------------------------------------
 

@@ -1,0 +1,76 @@
+"""The efficientzero family: MuZero's unroll loss on value-prefix targets, with SSL consistency.
+
+Runs in: any (network building and acting state in every process; the loss in the driver).
+EfficientZero (Ye et al. 2021): the network predicts value prefixes through an LSTM that restarts
+every `lstm_horizon_len` steps (`models/efficientzero.py`), so the reward term of `unroll_loss`
+becomes a value-prefix cross-entropy against `value_prefix_targets`; the consistency term and the
+policy and value terms are MuZero's. The reference has no entropy term (its default weight is 0
+for this type, `config/schema.py`). One difference from the reference: `unroll_loss` halves the
+gradient of the whole packed state at each step's entry, so the LSTM state's gradient is halved
+along with the latent's (the reference halves the latent's only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+
+from zeropipe.algos.losses import UnrollInputs, unroll_loss
+from zeropipe.algos.muzero import MuZeroFamily, loss_weights
+from zeropipe.config import PolicyConfig
+from zeropipe.models import EfficientZeroNetwork
+
+
+def value_prefix_targets(rewards: torch.Tensor, horizon: int) -> torch.Tensor:
+    """Undiscounted value prefixes that restart every `horizon` unroll steps, for every sample.
+
+    vp[:, k] = Σ_{j=H·⌊k/H⌋}^{k} r[:, j]: unroll step k (the action a_k) predicts the rewards since
+    the last restart, and the network's LSTM starts step k from a zero state exactly when
+    k % H == 0, i.e. after step k−1 with (k−1+1) % H == 0 (LightZero learner). The reference buffer
+    (`EfficientZeroGameBuffer`) keeps one `horizon_id` counter across the samples of a batch, so
+    for every sample after the first its restarts drift away from the learner's; here the restart
+    positions are the same for every sample by construction (the fix of lightzero_facts §1.2.4).
+
+    Args:
+        rewards: per-step reward targets (0 past the data, masked by the caller).  # [B, K]
+        horizon: lstm_horizon_len H.
+
+    Returns:
+        Value-prefix targets.  # [B, K]
+    """
+    b, k = rewards.shape
+    padded = F.pad(rewards, (0, (-k) % horizon))  # [B, ceil(K/H)·H]
+    return padded.view(b, -1, horizon).cumsum(dim=2).view(b, -1)[:, :k]
+
+
+class EfficientZeroFamily(MuZeroFamily):
+    """MuZero's family with the value-prefix network and targets."""
+
+    def build_network(
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+    ) -> EfficientZeroNetwork:
+        """EfficientZeroNetwork; the SSL projection only when its loss is on."""
+        return EfficientZeroNetwork(
+            input_shape,
+            num_actions,
+            cfg.model,
+            cfg.value_prefix,
+            with_projection=cfg.ssl_loss_weight > 0,
+        )
+
+    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+        """`unroll_loss` with value-prefix targets in place of the per-step rewards.
+
+        Returns:
+            UnrollLoss whose reward term is reported as `value_prefix_loss`.
+        """
+        prefix = value_prefix_targets(inputs.reward_target, cfg.value_prefix.lstm_horizon_len)
+        loss = unroll_loss(net, replace(inputs, reward_target=prefix), loss_weights(cfg))
+        terms = dict(loss.terms)
+        terms["value_prefix_loss"] = terms.pop("reward_loss")
+        return replace(loss, terms=terms)
+
+
+EFFICIENTZERO = EfficientZeroFamily()
