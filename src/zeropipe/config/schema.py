@@ -124,6 +124,19 @@ class ModelConfig(_Strict):
         description="muzero_rnn_full_obs: size of the GRU latent history carried along an "
         "unroll, per node in the search and per env in acting.",
     )
+    continuous_action_space: bool = Field(
+        False,
+        description="sampled_muzero: the env has Box actions of D dimensions (the env's "
+        "action_space_size is D); the policy head is a tanh-Gaussian [mu(D), sigma(D)] and the "
+        "dynamics reads the action vector (LightZero `continuous_action_space`).",
+    )
+    sigma_type: Literal["conditioned", "fixed"] = Field(
+        "conditioned",
+        description="Continuous policy head: sigma learned per state (conditioned) or fixed.",
+    )
+    fixed_sigma_value: float = Field(
+        0.3, gt=0.0, description="Continuous policy head: the sigma of sigma_type fixed."
+    )
 
 
 class EpsilonGreedyConfig(_Strict):
