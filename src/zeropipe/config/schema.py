@@ -183,6 +183,11 @@ class SampledConfig(_Strict):
         "reference's sampled_muzero and sampled_unizero) or density (prior / sum of the sampled "
         "children's priors; the reference's sampled_efficientzero).",
     )
+    policy_loss_type: Literal["cross_entropy", "kl"] = Field(
+        "cross_entropy",
+        description="Continuous actions: the policy loss over the root sampled actions, "
+        "cross-entropy (the reference's default) or KL (same gradient).",
+    )
 
 
 class AsyncPipelineConfig(_Strict):

@@ -19,7 +19,7 @@ batch of roots and A the actions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -198,6 +198,8 @@ def sampled_policy(
     """
     batch_size, num_actions = roots.policy_logits.shape
     dim = num_actions // 2 if cfg.continuous_actions else 0
+    if dim > 0:  # every continuous action is legal; the env's mask is [B, D], not [B, 2D]
+        roots = replace(roots, action_mask=np.ones((batch_size, num_actions), dtype=np.bool_))
     slots = SampledSlots(
         batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng, dim
     )

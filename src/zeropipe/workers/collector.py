@@ -114,6 +114,7 @@ class Collector:
         self.prev_actions = actions.copy()
         self._tick_cache_clock()
         ready: list[GameSegment] = []
+        sampled = out.sampled_actions  # [n, K(, D)] root sampled actions of a sampled search
         for i, traj in enumerate(self.trajectories):
             ready += traj.append(
                 actions[i],
@@ -123,6 +124,7 @@ class Collector:
                 result.predicted_value[i],
                 step.frames[i],
                 step.action_masks[i],
+                None if sampled is None else sampled[i],
             )
             if step.terminated[i] or step.truncated[i]:
                 ready += traj.end_episode(bool(step.terminated[i]))
