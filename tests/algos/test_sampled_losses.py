@@ -89,7 +89,8 @@ def _continuous_setup():
             "root_sampled_actions": sampled,
         }
         batch = ReplayBatch(**fields)
-        targets = Targets(torch.zeros(b, k + 1), torch.zeros(b, k), torch.from_numpy(target), None)
+        zeros = torch.zeros(b, k + 1), torch.zeros(b, k)
+        targets = Targets(*zeros, torch.from_numpy(target), None, sampled)
         return family.unroll_inputs(batch, targets, 1, cfg)
 
     sampled = rng.uniform(-0.9, 0.9, (b, k + 1, ks, 1)).astype(np.float32)
@@ -121,3 +122,33 @@ def test_continuous_policy_loss_ignores_masked_slots_in_the_learner_path() -> No
         net, net, dataclasses.replace(other, policy_mask=torch.from_numpy(full)), cfg, 0
     )
     assert not torch.allclose(loss_c.per_sample, loss_d.per_sample)
+
+
+def test_reanalysis_re_samples_the_root_actions_with_the_targets() -> None:
+    from tests.buffer.test_sampled_columns import _buffer, sampled_segment
+    from zeropipe.algos.acting import search_config
+    from zeropipe.algos.targets import TargetComputer
+    from zeropipe.mcts import search_policy
+
+    family, net, cfg, _, _, _ = _continuous_setup()
+    seg = sampled_segment(True)  # [5] frames stacked 2, D = 2, Ks = 4
+    cfg = cfg.model_copy(
+        update={"sampled": cfg.sampled.model_copy(update={"num_of_sampled_actions": 4})}
+    )
+    net = family.build_network((10,), 2, cfg)  # frame stack 2 of [5] frames
+    buffer = _buffer()
+    buffer.push([seg])
+    batch = buffer.sample(6)
+    search = search_config(cfg, 4)
+    computer = TargetComputer(net, 1, search, search_policy("sampled"), 0.5, 0)
+    targets = computer.compute(batch)
+    wb = targets.writeback
+    assert wb.sampled_actions.shape == (wb.indices.size, 4, 2)
+    assert targets.sampled_actions.shape == batch.root_sampled_actions.shape
+    redone = targets.sampled_actions[:3] != batch.root_sampled_actions[:3]
+    kept = targets.sampled_actions[3:] == batch.root_sampled_actions[3:]
+    mask = batch.policy_mask[:3] > 0
+    assert redone.all(axis=(2, 3))[mask].all() and kept.all()
+    inputs = family.unroll_inputs(batch, targets, 1, cfg)
+    torch.testing.assert_close(inputs.sampled_actions, torch.from_numpy(targets.sampled_actions))
+    buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time, wb.sampled_actions)

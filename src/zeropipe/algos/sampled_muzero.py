@@ -60,15 +60,15 @@ class SampledMuZeroFamily(MuZeroFamily):
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
         """MuZero's inputs; continuous: float32 [B, K, D] actions and the [B, K+1, Ks, D] root
-        sampled actions the policy targets belong to."""
+        sampled actions the policy targets belong to (re-sampled where reanalysed)."""
         if not cfg.model.continuous_action_space:
             return super().unroll_inputs(batch, targets, frame_ndim, cfg)
-        if batch.root_sampled_actions is None:
+        if targets.sampled_actions is None:
             raise ValueError("sampled_muzero (continuous): the batch has no root sampled actions")
         inputs = unroll_inputs(
             batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device, np.float32
         )
-        sampled = to_tensor(batch.root_sampled_actions.astype(np.float32), cfg.device)
+        sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
         return replace(inputs, sampled_actions=sampled)
 
     def loss(
@@ -87,8 +87,9 @@ class SampledMuZeroFamily(MuZeroFamily):
 
 
 def _check_continuous(cfg: PolicyConfig) -> None:
-    """Reanalysis re-samples the root actions; their write-back is not wired into the pipeline
-    (`PolicyWriteback.sampled_actions` is not applied), so it is refused for continuous actions."""
+    """Reanalysis re-samples the root actions; the learner trains on them, but the pipeline's
+    buffer write-back (pipeline/training.py) does not yet pass `PolicyWriteback.sampled_actions`
+    on, so the buffer would pair new targets with old actions: refused for continuous actions."""
     if cfg.reanalyze_ratio > 0 or cfg.buffer_reanalyze_freq > 0:
         raise ConfigError(
             "sampled_muzero with policy.model.continuous_action_space does not support "
