@@ -119,3 +119,26 @@ def test_continuous_trains_and_evaluates_sync(tmp_path):
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")
     assert evals and all(np.isfinite(e["reward_mean"]) for e in evals)
+
+
+def test_box_actions_without_the_continuous_policy_are_a_config_error(tmp_path):
+    raw = tiny_config(tmp_path / "run", learner_num_threads=1).model_dump(mode="json")
+    raw["env"]["env_id"] = "Pendulum-v1"  # muzero: one "discrete action" per Box dimension
+    with pytest.raises(
+        ConfigError, match=r"'Pendulum-v1' has Box actions of 1 dim.*sampled_muzero"
+    ):
+        build_collector(config_from_dict(raw))
+
+
+def test_continuous_policy_on_discrete_actions_is_a_config_error(tmp_path):
+    raw = _continuous_config(tmp_path / "run").model_dump(mode="json")
+    raw["env"]["env_id"] = "zeropipe/Chain-v0"
+    with pytest.raises(ConfigError, match=r"has 2 discrete actions; set policy\.model\.continuous"):
+        build_collector(config_from_dict(raw))
+
+
+def test_continuous_action_space_on_muzero_is_a_config_error(tmp_path):
+    raw = tiny_config(tmp_path).model_dump(mode="json")
+    raw["policy"]["model"]["continuous_action_space"] = True
+    with pytest.raises(ConfigError, match=r"continuous_action_space is an option of.*sampled_mu"):
+        registry.algorithm_for(config_from_dict(raw).policy)
