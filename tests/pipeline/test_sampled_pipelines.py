@@ -142,3 +142,10 @@ def test_continuous_action_space_on_muzero_is_a_config_error(tmp_path):
     raw["policy"]["model"]["continuous_action_space"] = True
     with pytest.raises(ConfigError, match=r"continuous_action_space is an option of.*sampled_mu"):
         registry.algorithm_for(config_from_dict(raw).policy)
+
+
+@pytest.mark.slow
+async def test_continuous_trains_and_evaluates_async(tmp_path):
+    summary = await train_async(_continuous_config(tmp_path / "run"), show_progress=False)
+    assert summary.train_iter > 0
+    assert _evals(tmp_path / "run")
