@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from zeropipe.config.schema import EnvConfig
 from zeropipe.envs import CHAIN_ENV_ID, EnvBatch, EnvError, check_env_id, env_spec
+from zeropipe.envs.spec import scale_action
 
 
 def test_unknown_id_names_the_id() -> None:
@@ -19,9 +21,45 @@ def test_misspelled_id_suggests_the_real_one() -> None:
         check_env_id("CartPol-v1")
 
 
-def test_continuous_actions_are_rejected() -> None:
-    with pytest.raises(EnvError, match=r"'Pendulum-v1' has action space Box.*needs Discrete"):
-        check_env_id("Pendulum-v1")
+class _MultiDiscreteEnv(gym.Env):
+    """A one-step env whose action space zeropipe does not support."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.MultiDiscrete([2, 3])
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, True, False, {}
+
+
+def test_unsupported_action_space_is_an_error_naming_it() -> None:
+    env_id = "zeropipe_test/MultiDiscrete-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=_MultiDiscreteEnv)
+    with pytest.raises(EnvError, match=r"action space MultiDiscrete .*does not support"):
+        check_env_id(env_id)
+
+
+def test_box_actions_are_accepted_with_their_bounds() -> None:
+    spec = env_spec(EnvConfig(env_id="Pendulum-v1"))
+    assert (spec.action_space_size, spec.action_dim, spec.continuous) == (1, 1, True)
+    np.testing.assert_array_equal(spec.action_low, [-2.0])
+    np.testing.assert_array_equal(spec.action_high, [2.0])
+
+
+def test_box_actions_are_scaled_to_the_bounds() -> None:
+    np.testing.assert_allclose(scale_action(np.array([-1.0, 0.0, 1.0]), -2.0, 2.0), [-2, 0, 2])
+    np.testing.assert_allclose(scale_action(np.array([3.0]), np.array([0.0]), 1.0), [1.0])
+    with EnvBatch(EnvConfig(env_id="Pendulum-v1"), num_envs=2, mode="collect", seed=0) as envs:
+        envs.reset()
+        step = envs.step(np.array([[1.0], [-0.5]], dtype=np.float32))
+        assert step.frames.shape == (2, 3)
+        with pytest.raises(EnvError, match=r"\[-1, 1\]"):
+            envs.step(np.array([[1.5], [0.0]], dtype=np.float32))
+        with pytest.raises(EnvError, match="float actions of shape"):
+            envs.step(np.array([0, 1]))
 
 
 def test_non_box_observations_are_rejected() -> None:
@@ -32,7 +70,7 @@ def test_non_box_observations_are_rejected() -> None:
 
 
 def test_error_messages_are_one_line() -> None:
-    for env_id in ("Foo-v9", "Pendulum-v1", "FrozenLake-v1"):
+    for env_id in ("Foo-v9", "FrozenLake-v1"):
         with pytest.raises(EnvError) as info:
             check_env_id(env_id)
         assert "\n" not in str(info.value)

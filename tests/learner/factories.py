@@ -99,9 +99,10 @@ def all_roots(cfg: PolicyConfig, *segments: GameSegment) -> tuple[ReplayBatch, n
 
 
 def rows(batch: ReplayBatch, index: np.ndarray | list[int]) -> ReplayBatch:
-    """The sub-batch of the given rows (every field sliced along the batch axis)."""
+    """The sub-batch of the given rows (every array field sliced along the batch axis)."""
     index = np.asarray(index, dtype=np.int64)
-    return ReplayBatch(**{name: value[index] for name, value in vars(batch).items()})
+    fields = vars(batch).items()
+    return ReplayBatch(**{k: None if v is None else v[index] for k, v in fields})
 
 
 def parameters(net: torch.nn.Module) -> list[torch.Tensor]:

@@ -182,3 +182,23 @@ def test_continuous_children_are_inside_the_bounds(prior: str) -> None:
     best = root[np.arange(3), np.argmax(out.visit_counts, axis=1), 0]
     closest = root[np.arange(3), np.argmin(np.abs(root[:, :, 0] - 0.5), axis=1), 0]
     np.testing.assert_allclose(best, closest)  # the most visited child pays the most
+
+
+@pytest.mark.parametrize("mode", ["collect", "eval"])
+def test_continuous_policy_plays_a_root_sampled_action_inside_the_bounds(mode: str) -> None:
+    model = GaussianBandit()
+    roots = make_roots(3, 2, logits=np.array([0.0, 1.0]))
+    cfg = SearchConfig(
+        num_simulations=30, discount=0.997, num_sampled_actions=5, continuous_actions=True
+    )
+    out = search_policy("sampled")(
+        roots, model, cfg, np.random.default_rng(0), ActingParams(mode, temperature=1.0)
+    )
+    assert out.sampled_actions.shape == (3, 5, 1) and out.sampled_actions.dtype == np.float32
+    assert (np.abs(out.sampled_actions) < 1.0).all()
+    assert out.action.shape == (3, 1) and (np.abs(out.action) < 1.0).all()
+    played = [(out.sampled_actions[b] == out.action[b]).all(axis=1).any() for b in range(3)]
+    assert all(played)
+    assert out.policy_target.shape == out.visit_counts.shape == out.q_values.shape == (3, 5)
+    np.testing.assert_allclose(out.policy_target.sum(axis=1), 1.0, rtol=1e-6)
+    assert out.sampled_mask.all()

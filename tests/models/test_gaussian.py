@@ -82,3 +82,29 @@ def test_head_gives_mu_and_positive_sigma(sigma_type) -> None:
 def test_unknown_sigma_type_is_refused() -> None:
     with pytest.raises(ValueError, match="sigma_type"):
         GaussianPolicyHead(8, 16, 3, sigma_type="learned")  # type: ignore[arg-type]
+
+
+def test_continuous_network_has_a_gaussian_head_and_reads_action_vectors() -> None:
+    from zeropipe.config.schema import ModelConfig
+    from zeropipe.models import MuZeroNetwork
+
+    cfg = ModelConfig(continuous_action_space=True, latent_dim=8, hidden_dim=8, norm_type="LN")
+    torch.manual_seed(0)
+    net = MuZeroNetwork((3,), 2, cfg, with_projection=False)
+    root = net.initial_inference(torch.randn(4, 3))
+    assert root.policy_logits.shape == (4, 4)  # [mu(2), sigma(2)]
+    assert (root.policy_logits[:, 2:] > 0).all()
+    actions = torch.tensor([[0.5, -0.5]]).expand(4, 2)
+    step = net.recurrent_inference(root.latent, actions)
+    other = net.recurrent_inference(root.latent, -actions)
+    assert step.latent.shape == (4, 8)
+    assert not torch.allclose(step.latent, other.latent)  # the action vector reaches g
+
+
+def test_continuous_actions_with_an_image_latent_are_a_config_error() -> None:
+    from zeropipe.config import ConfigError
+    from zeropipe.config.schema import ModelConfig
+    from zeropipe.models.dynamics import build_dynamics
+
+    with pytest.raises(ConfigError, match="continuous_action_space needs vector"):
+        build_dynamics((4, 3, 3), 2, ModelConfig(continuous_action_space=True))

@@ -71,3 +71,81 @@ async def test_trains_and_evaluates_async(tmp_path):
     summary = await train_async(_config(tmp_path / "run", prior="density"), show_progress=False)
     assert summary.train_iter > 0
     assert _evals(tmp_path / "run")
+
+
+def _continuous_config(path, **policy):
+    cfg = tiny_config(
+        path,
+        type="sampled_muzero",
+        learner_num_threads=1,
+        sampled={"num_of_sampled_actions": 3, "prior": "uniform"},
+        **policy,
+    )
+    raw = cfg.model_dump(mode="json")
+    raw["env"].update(env_id="Pendulum-v1", max_episode_steps=40, eval_max_episode_steps=40)
+    raw["policy"]["model"].update(continuous_action_space=True, norm_type="LN")
+    raw["policy"]["model"].update(value_support_range=[-20, 21, 1])
+    raw["policy"]["model"].update(reward_support_range=[-20, 21, 1])
+    return config_from_dict(raw)
+
+
+def test_continuous_collects_float_actions_inside_the_bounds_with_their_sampled_actions(tmp_path):
+    collector = build_collector(_continuous_config(tmp_path / "run"))
+    try:
+        segments = []
+        while not segments:
+            segments = collector.collect(temperature=1.0, epsilon=0.0).segments
+        for segment in segments:
+            n = segment.num_stored
+            assert segment.actions.shape == (n, 1) and segment.actions.dtype == np.float32
+            assert (np.abs(segment.actions) < 1.0).all()
+            assert segment.root_sampled_actions.shape == (n, 3, 1)
+            assert (np.abs(segment.root_sampled_actions) < 1.0).all()
+            played = (segment.root_sampled_actions == segment.actions[:, None]).all(axis=2)
+            assert played.any(axis=1).all()  # the action played is one of the root's samples
+            np.testing.assert_allclose(segment.child_visits.sum(axis=1), 1.0, rtol=1e-6)
+    finally:
+        collector.close()
+
+
+def test_continuous_with_reanalysis_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not support reanalysis yet"):
+        build_collector(_continuous_config(tmp_path / "run", reanalyze_ratio=0.5))
+
+
+def test_continuous_trains_and_evaluates_sync(tmp_path):
+    cfg = _continuous_config(tmp_path / "run")
+    summary = train_sync(cfg)
+    assert summary.train_iter > 0
+    evals = _evals(tmp_path / "run")
+    assert evals and all(np.isfinite(e["reward_mean"]) for e in evals)
+
+
+def test_box_actions_without_the_continuous_policy_are_a_config_error(tmp_path):
+    raw = tiny_config(tmp_path / "run", learner_num_threads=1).model_dump(mode="json")
+    raw["env"]["env_id"] = "Pendulum-v1"  # muzero: one "discrete action" per Box dimension
+    with pytest.raises(
+        ConfigError, match=r"'Pendulum-v1' has Box actions of 1 dim.*sampled_muzero"
+    ):
+        build_collector(config_from_dict(raw))
+
+
+def test_continuous_policy_on_discrete_actions_is_a_config_error(tmp_path):
+    raw = _continuous_config(tmp_path / "run").model_dump(mode="json")
+    raw["env"]["env_id"] = "zeropipe/Chain-v0"
+    with pytest.raises(ConfigError, match=r"has 2 discrete actions; set policy\.model\.continuous"):
+        build_collector(config_from_dict(raw))
+
+
+def test_continuous_action_space_on_muzero_is_a_config_error(tmp_path):
+    raw = tiny_config(tmp_path).model_dump(mode="json")
+    raw["policy"]["model"]["continuous_action_space"] = True
+    with pytest.raises(ConfigError, match=r"continuous_action_space is an option of.*sampled_mu"):
+        registry.algorithm_for(config_from_dict(raw).policy)
+
+
+@pytest.mark.slow
+async def test_continuous_trains_and_evaluates_async(tmp_path):
+    summary = await train_async(_continuous_config(tmp_path / "run"), show_progress=False)
+    assert summary.train_iter > 0
+    assert _evals(tmp_path / "run")

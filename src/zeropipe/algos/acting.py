@@ -97,7 +97,8 @@ class NetworkSearch:
         return SearchResult(output=output, predicted_value=value)
 
     def _recurrent(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
-        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=np.int64)).to(self.device)
+        dtype = np.float32 if np.issubdtype(actions.dtype, np.floating) else np.int64
+        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype)).to(self.device)
         out = self.network.recurrent_inference(latent, action)
         reward = self.network.transition_reward(latent, out)
         return StepOutput(
@@ -155,6 +156,7 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         value_scale=cfg.gumbel.value_scale,
         num_sampled_actions=cfg.sampled.num_of_sampled_actions,
         sampled_prior=cfg.sampled.prior,
+        continuous_actions=cfg.model.continuous_action_space,
     )
 
 

@@ -10,7 +10,7 @@ a new policy type is its module(s), one registry entry and its config section.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -18,6 +18,10 @@ from zeropipe.algos.losses import UnrollInputs, UnrollLoss
 from zeropipe.config import PolicyConfig
 from zeropipe.mcts import SearchPolicy, search_policy
 from zeropipe.models import Network
+
+if TYPE_CHECKING:
+    from zeropipe.algos.targets import Targets
+    from zeropipe.buffer import ReplayBatch
 
 
 class RootSource(Protocol):
@@ -62,6 +66,13 @@ class Family(Protocol):
         train_iter: int,
     ) -> UnrollLoss:
         """Per-sample training loss of one batch."""
+        ...
+
+    def unroll_inputs(
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+    ) -> UnrollInputs:
+        """The loss's tensors from a sampled batch and its targets (`algos/unroll_inputs.py`
+        is the MuZero default: int64 action indices)."""
         ...
 
     def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> RootSource:

@@ -9,6 +9,7 @@ the stored data contribute nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +34,7 @@ class UnrollInputs:
     """What one unroll needs, as tensors."""
 
     root_obs: torch.Tensor  # [B, *input] stacked root observation
-    actions: torch.Tensor  # [B, K] int64
+    actions: torch.Tensor  # [B, K] int64, or [B, K, D] float32 continuous actions
     value_target: torch.Tensor  # [B, K+1]
     reward_target: torch.Tensor  # [B, K]
     policy_target: torch.Tensor  # [B, K+1, A]
@@ -41,6 +42,13 @@ class UnrollInputs:
     reward_mask: torch.Tensor  # [B, K]
     policy_mask: torch.Tensor  # [B, K+1]
     obs_seq: torch.Tensor | None  # [B, K+1, *input] every step's stacked observation, when needed
+    # sampled search over continuous actions: [B, K+1, Ks, D] the root sampled actions the
+    # policy target [B, K+1, Ks] belongs to (policy_mask masks the states past the data)
+    sampled_actions: torch.Tensor | None = None
+
+
+# (policy output [B, ...], the unroll inputs, step k) -> (policy loss [B], entropy [B])
+PolicyTerms = Callable[[torch.Tensor, "UnrollInputs", int], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -68,18 +76,26 @@ def negative_cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return -(F.normalize(a, dim=-1) * F.normalize(b, dim=-1)).sum(dim=-1)
 
 
-def unroll_loss(net: MuZeroNetwork, inp: UnrollInputs, w: LossWeights) -> UnrollLoss:
+def unroll_loss(
+    net: MuZeroNetwork,
+    inp: UnrollInputs,
+    w: LossWeights,
+    policy_terms: PolicyTerms | None = None,
+) -> UnrollLoss:
     """Unroll the network K steps and sum the weighted, masked per-sample losses.
 
     Step losses after the root are scaled by 1/K and the latent's gradient is halved at the entry
     of the dynamics (MuZero app. G), so the total gradient does not grow with K.
+    `policy_terms(policy_logits, inp, k)` gives the unmasked policy loss and entropy of step k
+    ([B] each); the default is the cross-entropy against the full-A target.
     """
+    policy_terms = policy_terms or full_policy_terms
     k_steps = inp.actions.shape[1]
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S]
     out = net.initial_inference(inp.root_obs)
     root_value = logits_to_scalar(out.value_logits.detach(), net.value_support)
-    pol, val, ent = _prediction_terms(out, inp, value_cat, 0)
+    pol, val, ent = _prediction_terms(out, inp, value_cat, 0, policy_terms)
     rew = torch.zeros_like(pol)
     ssl = torch.zeros_like(pol)
     latent = out.latent
@@ -87,7 +103,7 @@ def unroll_loss(net: MuZeroNetwork, inp: UnrollInputs, w: LossWeights) -> Unroll
         latent = _scale_gradient(latent, 0.5)
         out = net.recurrent_inference(latent, inp.actions[:, k])
         latent = out.latent
-        p, v, e = _prediction_terms(out, inp, value_cat, k + 1)
+        p, v, e = _prediction_terms(out, inp, value_cat, k + 1, policy_terms)
         r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
         pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
         rew = rew + r / k_steps
@@ -101,11 +117,19 @@ def unroll_loss(net: MuZeroNetwork, inp: UnrollInputs, w: LossWeights) -> Unroll
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
 
 
-def _prediction_terms(out, inp: UnrollInputs, value_cat: torch.Tensor, k: int):
-    pol = cross_entropy(out.policy_logits, inp.policy_target[:, k]) * inp.policy_mask[:, k]
+def full_policy_terms(
+    logits: torch.Tensor, inp: UnrollInputs, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy against the [B, A] target of step k and the policy's entropy ([B] each)."""
+    return cross_entropy(logits, inp.policy_target[:, k]), entropy(logits)
+
+
+def _prediction_terms(
+    out, inp: UnrollInputs, value_cat, k: int, policy_terms: PolicyTerms | None = None
+):
+    pol, ent = (policy_terms or full_policy_terms)(out.policy_logits, inp, k)
     val = cross_entropy(out.value_logits, value_cat[:, k]) * inp.value_mask[:, k]
-    ent = entropy(out.policy_logits) * inp.policy_mask[:, k]
-    return pol, val, ent
+    return pol * inp.policy_mask[:, k], val, ent * inp.policy_mask[:, k]
 
 
 def _consistency(net: MuZeroNetwork, latent: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:

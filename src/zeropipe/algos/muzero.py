@@ -5,11 +5,18 @@ Runs in: any (network building and acting state in every process; the loss in th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from zeropipe.algos.losses import LossWeights, UnrollInputs, UnrollLoss, unroll_loss
+from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig
 from zeropipe.models import MuZeroNetwork, Network, NetworkOutput
+
+if TYPE_CHECKING:
+    from zeropipe.algos.targets import Targets
+    from zeropipe.buffer import ReplayBatch
 
 
 class ContextFreeRoots:
@@ -56,6 +63,12 @@ class MuZeroFamily:
     ) -> UnrollLoss:
         """`unroll_loss` with the config's term weights."""
         return unroll_loss(net, inputs, loss_weights(cfg))
+
+    def unroll_inputs(
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+    ) -> UnrollInputs:
+        """The MuZero default: int64 action indices (`algos/unroll_inputs.py`)."""
+        return unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device)
 
     def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> ContextFreeRoots:
         """Context-free roots."""

@@ -28,7 +28,17 @@ ALGORITHMS: dict[str, Algorithm] = {
     for algo in (
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
-        Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=("sampled",)),
+        Algorithm(
+            "sampled_muzero",
+            SAMPLED_MUZERO,
+            "sampled",
+            options=(
+                "sampled",
+                "model.continuous_action_space",
+                "model.sigma_type",
+                "model.fixed_sigma_value",
+            ),
+        ),
         Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),

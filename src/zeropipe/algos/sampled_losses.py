@@ -13,6 +13,9 @@ from typing import Literal
 
 import torch
 
+from zeropipe.algos.losses import PolicyTerms, UnrollInputs
+from zeropipe.models.gaussian import split_params, tanh_entropy_estimate, tanh_log_prob
+
 PolicyLossType = Literal["cross_entropy", "kl"]
 
 
@@ -45,3 +48,25 @@ def sampled_policy_loss(
         log_target = torch.log(torch.where(weight > 0, target, torch.ones_like(target)))
         return (weight * (log_target - log_probs)).sum(dim=-1)
     raise ValueError(f"policy loss type must be 'cross_entropy' or 'kl', got {loss_type!r}")
+
+
+def continuous_policy_terms(loss_type: PolicyLossType) -> PolicyTerms:
+    """Policy terms of an unroll over continuous root sampled actions (`unroll_loss`).
+
+    Step k's loss is `sampled_policy_loss` of the tanh-corrected log-densities of the K_s root
+    sampled actions `inp.sampled_actions[:, k]` [B, Ks, D] under the head's [B, 2D] output,
+    against the visit distribution `inp.policy_target[:, k]` [B, Ks]; the entropy is the
+    Monte-Carlo estimate over the same actions. `unroll_loss` masks both by `policy_mask`.
+    """
+
+    def terms(params: torch.Tensor, inp: UnrollInputs, k: int):
+        if inp.sampled_actions is None:
+            raise ValueError("continuous policy loss: the batch carries no root sampled actions")
+        mu, sigma = split_params(params.float())  # [B, D] each
+        actions = inp.sampled_actions[:, k]  # [B, Ks, D]
+        log_probs = tanh_log_prob(mu.unsqueeze(1), sigma.unsqueeze(1), actions)  # [B, Ks]
+        target = inp.policy_target[:, k]
+        loss = sampled_policy_loss(log_probs, target, torch.ones_like(target), loss_type)
+        return loss, tanh_entropy_estimate(mu, sigma, actions)
+
+    return terms

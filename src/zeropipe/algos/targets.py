@@ -16,7 +16,7 @@ import torch
 from zeropipe.algos.acting import NetworkSearch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.buffer import ReanalysisBatch, ReplayBatch
-from zeropipe.mcts import ActingParams, SearchConfig, SearchPolicy
+from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchPolicy
 from zeropipe.models import Network, logits_to_scalar
 
 # Bootstrap observations go through the target network in slices of this many, so a large batch
@@ -34,6 +34,9 @@ class PolicyWriteback:
     indices: np.ndarray  # [R] int64 flat transition indices
     visits: np.ndarray  # [R, A] float32 policy targets (the search policy's, e.g. visit shares)
     make_time: np.ndarray  # [R] int64
+    # sampled search: [R, Ks(, D)] the re-sampled root actions `visits` belongs to, to be
+    # written together with it (`ReplayBuffer.write_policy_targets(..., sampled_actions)`)
+    sampled_actions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class Targets:
     reward: torch.Tensor  # [B, K] scalar reward targets
     policy: torch.Tensor  # [B, K+1, A] policy targets
     writeback: PolicyWriteback | None
+    # sampled search: [B, K+1, Ks(, D)] the root sampled actions `policy` belongs to (the
+    # batch's, re-sampled where reanalysed); None when the batch carries none
+    sampled_actions: np.ndarray | None = None
 
 
 class TargetComputer:
@@ -81,16 +87,17 @@ class TargetComputer:
     def compute(self, batch: ReplayBatch) -> Targets:
         """Targets for one sampled batch."""
         value = self._value_targets(batch)
-        policy = batch.policy_targets
+        policy, sampled = batch.policy_targets, batch.root_sampled_actions
         writeback = None
         num_reanalyze = round(batch.policy_targets.shape[0] * self.reanalyze_ratio)
         if num_reanalyze > 0:
-            policy, writeback = self._reanalyze_policy(batch, num_reanalyze)
+            policy, sampled, writeback = self._reanalyze_policy(batch, num_reanalyze)
         return Targets(
             value=torch.from_numpy(value).to(self.device),
             reward=to_tensor(batch.reward_targets, self.device),
             policy=to_tensor(policy, self.device),
             writeback=writeback,
+            sampled_actions=sampled,
         )
 
     def bootstrap_values(self, frames: np.ndarray) -> np.ndarray:
@@ -113,7 +120,9 @@ class TargetComputer:
             value[need] += discount[need] * self.bootstrap_values(frames)
         return value * batch.value_mask
 
-    def _reanalyze_policy(self, batch: ReplayBatch, num: int) -> tuple[np.ndarray, PolicyWriteback]:
+    def _reanalyze_policy(self, batch: ReplayBatch, num: int):
+        """(policy targets, root sampled actions or None, write-back) with the first `num`
+        roots' existing states re-searched."""
         policy = batch.policy_targets.copy()
         s = batch.bootstrap_obs.shape[2]
         k1 = policy.shape[1]
@@ -121,24 +130,46 @@ class TargetComputer:
         rows, cols = np.nonzero(batch.policy_mask[:num] > 0)
         offsets = cols[:, None] + np.arange(s)[None, :]
         frames = batch.obs[rows[:, None], offsets]  # [R, S, *frame]
-        visits = self.search_policy_targets(frames, batch.legal_masks[rows, cols])
+        out = self._search_output(frames, batch.legal_masks[rows, cols])
+        visits = out.policy_target
         policy[rows, cols] = visits
+        sampled = batch.root_sampled_actions
+        new_sampled = None if out.sampled_actions is None else out.sampled_actions
+        if sampled is not None and new_sampled is not None:
+            sampled = sampled.copy()
+            sampled[rows, cols] = new_sampled
         flat = batch.target_indices[rows, cols]
         keep = flat >= 0
         make_time = np.broadcast_to(batch.make_time[:, None], (batch.make_time.shape[0], k1))
         writeback = PolicyWriteback(
-            indices=flat[keep], visits=visits[keep], make_time=make_time[rows, cols][keep]
+            indices=flat[keep],
+            visits=visits[keep],
+            make_time=make_time[rows, cols][keep],
+            sampled_actions=None if new_sampled is None else new_sampled[keep],
         )
-        return policy, writeback
+        return policy, sampled, writeback
 
     def search_policy_targets(self, frames: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Re-search roots [R, S, *frame] with the target network → policy targets [R, A]."""
         if frames.shape[0] == 0:
             return np.zeros((0, legal.shape[1]), dtype=np.float32)
+        return self._search_output(frames, legal).policy_target
+
+    def _search_output(self, frames: np.ndarray, legal: np.ndarray) -> PolicyOutput:
+        """The search policy's output for roots [R, S, *frame] (R > 0 expected; R = 0 gives
+        empty targets and no sampled actions)."""
+        if frames.shape[0] == 0:
+            empty = np.zeros((0, legal.shape[1]), dtype=np.float32)
+            return PolicyOutput(empty, empty, empty[:, 0], empty, empty)
         result = self._search.search(frames, legal, self.search_cfg, self.rng, _REANALYZE)
-        return result.output.policy_target
+        return result.output
 
     def reanalyze(self, roots: ReanalysisBatch) -> PolicyWriteback:
-        """Periodic buffer reanalysis: fresh policy targets for the given roots."""
-        visits = self.search_policy_targets(roots.obs, roots.legal_masks)
-        return PolicyWriteback(indices=roots.indices, visits=visits, make_time=roots.make_time)
+        """Periodic buffer reanalysis: fresh policy targets (and sampled actions) for the roots."""
+        out = self._search_output(roots.obs, roots.legal_masks)
+        return PolicyWriteback(
+            indices=roots.indices,
+            visits=out.policy_target,
+            make_time=roots.make_time,
+            sampled_actions=out.sampled_actions,
+        )

@@ -9,11 +9,18 @@ PER importance weights — never a batch mean times the mean weight (lightzero_f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig
 from zeropipe.models import RootContexts, UniZeroNetwork, logits_to_scalar, scalar_to_two_hot
+
+if TYPE_CHECKING:
+    from zeropipe.algos.targets import Targets
+    from zeropipe.buffer import ReplayBatch
 
 
 def unizero_loss(
@@ -90,6 +97,12 @@ class UniZeroFamily:
     def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
         """`unizero_loss`."""
         return unizero_loss(net, target_net, inputs, cfg, train_iter)
+
+    def unroll_inputs(
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+    ) -> UnrollInputs:
+        """The MuZero default: int64 action indices (`algos/unroll_inputs.py`)."""
+        return unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device)
 
     def root_source(
         self, network: UniZeroNetwork, num_envs: int, cfg: PolicyConfig

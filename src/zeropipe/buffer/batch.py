@@ -40,6 +40,11 @@ class ReplayBatch:
         weights: [B] float32 importance-sampling weights (ones without PER).
         indices: [B] int64 flat transition index of each root (priority write-back).
         make_time: [B] int64 logical time of the sample (stale after a later eviction).
+        root_sampled_actions: sampled search only: [B, K+1, Ks] int64 (continuous:
+            [B, K+1, Ks, D] float32) the root sampled actions the policy target at c belongs
+            to (zeros where c >= n, masked by policy_mask); None when not stored.
+
+    For continuous actions `actions` is [B, K, D] float32 (uniform in [-1, 1] past the data).
     """
 
     obs: np.ndarray
@@ -57,6 +62,7 @@ class ReplayBatch:
     weights: np.ndarray
     indices: np.ndarray
     make_time: np.ndarray
+    root_sampled_actions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

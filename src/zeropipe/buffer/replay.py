@@ -211,7 +211,11 @@ class ReplayBuffer:
         self._set_priorities(absolute, priorities[keep])
 
     def write_policy_targets(
-        self, indices: np.ndarray, visits: np.ndarray, make_time: np.ndarray
+        self,
+        indices: np.ndarray,
+        visits: np.ndarray,
+        make_time: np.ndarray,
+        sampled_actions: np.ndarray | None = None,
     ) -> None:
         """Reanalysis write-back of visit distributions into the stored child visits.
 
@@ -220,6 +224,8 @@ class ReplayBuffer:
                 ReanalysisBatch.indices [R]); -1 entries are skipped.
             visits: [..., A] normalised visit distributions, one per index.
             make_time: make_time of the sample, broadcastable to `indices` (e.g. [B, 1]).
+            sampled_actions: [..., Ks(, D)] the root sampled actions the new targets belong to
+                (a sampled search re-samples them); written together with the targets.
         """
         keep = self._fresh(indices, make_time)
         flat = np.asarray(indices, dtype=np.int64).reshape(-1)[keep]
@@ -228,6 +234,10 @@ class ReplayBuffer:
         visits = np.asarray(visits, dtype=np.float32)
         visits = visits.reshape(-1, visits.shape[-1])[keep]
         self._store.steps.put("child_visits", steps, visits)
+        if sampled_actions is not None:
+            shape = self._store.steps.row_specs["root_sampled_actions"][0]
+            sampled = np.asarray(sampled_actions).reshape(-1, *shape)[keep]
+            self._store.steps.put("root_sampled_actions", steps, sampled)
 
     def _fresh(self, indices: np.ndarray, make_time: np.ndarray) -> np.ndarray:
         """Positions [M] of the write-back entries to apply: live, fresh, last of duplicates."""

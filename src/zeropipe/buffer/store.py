@@ -38,16 +38,56 @@ class DataSpec:
     frame_shape: tuple[int, ...]
     frame_dtype: np.dtype
     frame_stack: int
-    num_actions: int
+    num_actions: int  # width of the policy targets (A, or K over the root sampled actions)
+    action_dim: int = 0  # D of continuous [n, D] float actions; 0 for discrete [n] indices
+    mask_width: int = -1  # width of the action masks; -1: num_actions
+    sampled_shape: tuple[int, ...] | None = None  # one step's root sampled actions, if stored
 
     @classmethod
     def of(cls, segment: GameSegment) -> DataSpec:
         """The spec a segment implies."""
+        sampled = segment.root_sampled_actions
         return cls(
             frame_shape=tuple(segment.obs.shape[1:]),
             frame_dtype=np.dtype(segment.obs.dtype),
             frame_stack=segment.frame_stack,
             num_actions=int(segment.child_visits.shape[1]),
+            action_dim=int(segment.actions.shape[1]) if segment.actions.ndim == 2 else 0,
+            mask_width=int(segment.action_masks.shape[1]),
+            sampled_shape=None if sampled is None else tuple(int(x) for x in sampled.shape[1:]),
+        )
+
+    @property
+    def masks(self) -> int:
+        """Width of the stored action masks."""
+        return self.num_actions if self.mask_width < 0 else self.mask_width
+
+    def as_tuple(self) -> tuple:
+        """Plain data for a state dict (read back by `from_tuple`)."""
+        shape, dtype, stack = self.frame_shape, self.frame_dtype.str, self.frame_stack
+        return (
+            shape,
+            dtype,
+            stack,
+            self.num_actions,
+            self.action_dim,
+            self.masks,
+            self.sampled_shape,
+        )
+
+    @classmethod
+    def from_tuple(cls, data: tuple) -> DataSpec:
+        """The spec of `as_tuple` (a 4-tuple of an older state dict is discrete, unsampled)."""
+        shape, dtype, stack, num_actions, *rest = data
+        action_dim, mask_width, sampled = list(rest) + [0, -1, None][len(rest) :]
+        return cls(
+            tuple(shape),
+            np.dtype(dtype),
+            int(stack),
+            int(num_actions),
+            int(action_dim),
+            int(mask_width),
+            None if sampled is None else tuple(int(x) for x in sampled),
         )
 
 
@@ -107,17 +147,13 @@ class SegmentStore:
         """
         for segment in segments:
             segment.validate()
-            if segment.actions.ndim != 1 or segment.root_sampled_actions is not None:
-                raise ValueError(
-                    f"GameSegment of episode {segment.episode_id} carries continuous actions or "
-                    "root sampled actions, which this replay buffer does not store yet"
-                )
             expected = self.spec or DataSpec.of(segments[0])
             if DataSpec.of(segment) != expected:
                 raise ValueError(
                     f"GameSegment of episode {segment.episode_id} does not match the buffer's "
                     f"data: {DataSpec.of(segment)} vs {expected}; all segments pushed into one "
-                    "buffer need the same frame shape, frame dtype, frame stack and action count"
+                    "buffer need the same frame shape, frame dtype, frame stack, action count, "
+                    "action kind and root sampled actions"
                 )
 
     def append(self, segment: GameSegment) -> None:
@@ -127,17 +163,19 @@ class SegmentStore:
         n = segment.num_stored
         a = self.spec.num_actions
         frame_offset = self.frames.append({"obs": segment.obs})
-        step_offset = self.steps.append(
-            {
-                "actions": np.append(segment.actions.astype(np.int64), 0),
-                "rewards": np.append(segment.rewards.astype(np.float32), 0.0),
-                "child_visits": np.concatenate(
-                    [segment.child_visits, np.zeros((1, a))], axis=0, dtype=np.float32
-                ),
-                "root_values": np.append(segment.root_values.astype(np.float32), 0.0),
-                "action_masks": segment.action_masks.astype(bool),
-            }
-        )
+        columns = {
+            "actions": _with_zero_row(segment.actions, self.steps.row_specs["actions"][1]),
+            "rewards": np.append(segment.rewards.astype(np.float32), 0.0),
+            "child_visits": np.concatenate(
+                [segment.child_visits, np.zeros((1, a))], axis=0, dtype=np.float32
+            ),
+            "root_values": np.append(segment.root_values.astype(np.float32), 0.0),
+            "action_masks": segment.action_masks.astype(bool),
+        }
+        if self.spec.sampled_shape is not None:
+            sampled, dtype = segment.root_sampled_actions, self.steps.row_specs["actions"][1]
+            columns["root_sampled_actions"] = _with_zero_row(sampled, dtype)
+        step_offset = self.steps.append(columns)
         row = (self.next_abs, frame_offset, step_offset, n, segment.length)
         row += (segment.ends_episode, segment.terminated, 0, segment.episode_id)
         row += (segment.start_step,)
@@ -196,7 +234,7 @@ class SegmentStore:
             return {"spec": None, "next_abs": self.next_abs}
         spec = self.spec
         return {
-            "spec": (spec.frame_shape, spec.frame_dtype.str, spec.frame_stack, spec.num_actions),
+            "spec": spec.as_tuple(),
             "next_abs": self.next_abs,
             "table": {k: v.copy() for k, v in self.table.items()},
             "frames": {"head": self.frames.head, "obs": self.frames.live("obs")},
@@ -211,8 +249,7 @@ class SegmentStore:
         self.next_abs = int(state["next_abs"])
         if state["spec"] is None:
             return
-        shape, dtype, stack, num_actions = state["spec"]
-        self._allocate(DataSpec(tuple(shape), np.dtype(dtype), int(stack), int(num_actions)))
+        self._allocate(DataSpec.from_tuple(tuple(state["spec"])))
         self.table = {k: np.asarray(v, dtype=np.int64).copy() for k, v in state["table"].items()}
         frames, steps = dict(state["frames"]), dict(state["steps"])
         self.frames.restore(frames.pop("head"), frames)
@@ -221,13 +258,22 @@ class SegmentStore:
     def _allocate(self, spec: DataSpec) -> None:
         self.spec = spec
         a = (spec.num_actions,)
+        continuous = spec.action_dim > 0
+        action = ((spec.action_dim,), np.float32) if continuous else ((), np.int64)
+        columns = {
+            "actions": action,
+            "rewards": ((), np.float32),
+            "child_visits": (a, np.float32),
+            "root_values": ((), np.float32),
+            "action_masks": ((spec.masks,), np.bool_),
+        }
+        if spec.sampled_shape is not None:
+            columns["root_sampled_actions"] = (spec.sampled_shape, action[1])
         self.frames = RingColumns({"obs": (spec.frame_shape, spec.frame_dtype)})
-        self.steps = RingColumns(
-            {
-                "actions": ((), np.int64),
-                "rewards": ((), np.float32),
-                "child_visits": (a, np.float32),
-                "root_values": ((), np.float32),
-                "action_masks": (a, np.bool_),
-            }
-        )
+        self.steps = RingColumns(columns)
+
+
+def _with_zero_row(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """[n, ...] values as `dtype` with one zero row appended: [n + 1, ...]."""
+    zero = np.zeros((1, *values.shape[1:]), dtype=dtype)
+    return np.concatenate([values.astype(dtype, copy=False), zero], axis=0)

@@ -85,13 +85,12 @@ def _unroll_fields(
     c = pos[:, None] + np.arange(k + 1)  # [B, K+1]
     step = seg.step_offset[:, None] + np.minimum(c, n)  # row n of a segment is its zero row
     in_data = c < n
-    stored_actions = store.steps.take("actions", step[:, :k])
-    random_actions = rng.integers(store.spec.num_actions, size=stored_actions.shape)
+    stored_actions = store.steps.take("actions", step[:, :k])  # [B, K] or [B, K, D]
     visits = store.steps.take("child_visits", step)
     legal = store.steps.take("action_masks", step)
-    return {
+    fields = _action_fields(store, step, in_data, stored_actions, rng)
+    return fields | {
         "obs": obs,
-        "actions": np.where(in_data[:, :k], stored_actions, random_actions).astype(np.int64),
         "reward_targets": np.where(
             in_data[:, :k], store.steps.take("rewards", step[:, :k]), 0.0
         ).astype(np.float32),
@@ -101,6 +100,33 @@ def _unroll_fields(
         "legal_masks": np.where((c <= n)[..., None], legal, True),
         "target_indices": np.where(c < seg.length[:, None], seg.flat_start[:, None] + c, -1),
     }
+
+
+def _action_fields(
+    store: SegmentStore,
+    step: np.ndarray,
+    in_data: np.ndarray,
+    stored: np.ndarray,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """The unroll actions (random past the stored data: uniform indices, or uniform in [-1, 1]^D
+    for continuous actions) and, when stored, the root sampled actions of every state (zeros
+    where c >= n, which `policy_mask` masks)."""
+    k = stored.shape[1]
+    inside = in_data[:, :k].reshape(in_data.shape[0], k, *([1] * (stored.ndim - 2)))
+    if store.spec.action_dim > 0:
+        random = rng.uniform(-1.0, 1.0, size=stored.shape).astype(np.float32)
+        actions = np.where(inside, stored, random).astype(np.float32)
+    else:
+        random = rng.integers(store.spec.num_actions, size=stored.shape)
+        actions = np.where(inside, stored, random).astype(np.int64)
+    fields = {"actions": actions}
+    if store.spec.sampled_shape is not None:
+        sampled = store.steps.take("root_sampled_actions", step)  # [B, K+1, Ks(, D)]
+        extra = (1,) * (sampled.ndim - 2)
+        mask = in_data.reshape(*in_data.shape, *extra)
+        fields["root_sampled_actions"] = np.where(mask, sampled, 0).astype(sampled.dtype)
+    return fields
 
 
 def _value_fields(

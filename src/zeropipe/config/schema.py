@@ -124,6 +124,19 @@ class ModelConfig(_Strict):
         description="muzero_rnn_full_obs: size of the GRU latent history carried along an "
         "unroll, per node in the search and per env in acting.",
     )
+    continuous_action_space: bool = Field(
+        False,
+        description="sampled_muzero: the env has Box actions of D dimensions (the env's "
+        "action_space_size is D); the policy head is a tanh-Gaussian [mu(D), sigma(D)] and the "
+        "dynamics reads the action vector (LightZero `continuous_action_space`).",
+    )
+    sigma_type: Literal["conditioned", "fixed"] = Field(
+        "conditioned",
+        description="Continuous policy head: sigma learned per state (conditioned) or fixed.",
+    )
+    fixed_sigma_value: float = Field(
+        0.3, gt=0.0, description="Continuous policy head: the sigma of sigma_type fixed."
+    )
 
 
 class EpsilonGreedyConfig(_Strict):
@@ -169,6 +182,11 @@ class SampledConfig(_Strict):
         description="PUCT prior term of a sampled child: uniform (1 / #children; the "
         "reference's sampled_muzero and sampled_unizero) or density (prior / sum of the sampled "
         "children's priors; the reference's sampled_efficientzero).",
+    )
+    policy_loss_type: Literal["cross_entropy", "kl"] = Field(
+        "cross_entropy",
+        description="Continuous actions: the policy loss over the root sampled actions, "
+        "cross-entropy (the reference's default) or KL (same gradient).",
     )
 
 

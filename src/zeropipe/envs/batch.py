@@ -121,7 +121,8 @@ class EnvBatch:
         """Step every env once; envs whose episode ends auto-reset.
 
         Args:
-            actions: int [n] action indices in [0, A).
+            actions: int [n] action indices in [0, A), or float [n, D] actions in [-1, 1] for a
+                Box action space (each game scales them to the env's bounds).
 
         Returns:
             The `BatchStep`.
@@ -138,7 +139,7 @@ class EnvBatch:
         truncated = np.zeros(n, dtype=bool)
         out = BatchStep(frames, rewards, terminated, truncated, masks, {}, {}, {}, {})
         for index, game in enumerate(self._games):
-            result = game.step(int(actions[index]))
+            result = game.step(actions[index])
             frames[index] = result.frame
             masks[index] = self._all_legal if result.action_mask is None else result.action_mask
             rewards[index] = result.reward
@@ -175,6 +176,8 @@ class EnvBatch:
         if not self._games:
             raise EnvError("EnvBatch.step() called after close()")
         actions = np.asarray(actions)
+        if self.spec.continuous:
+            return self._checked_continuous(actions)
         if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
             raise EnvError(
                 f"EnvBatch.step() needs int actions of shape ({self.num_envs},), "
@@ -184,4 +187,15 @@ class EnvBatch:
             raise EnvError(
                 f"actions must lie in [0, {self.spec.action_space_size}), got {actions.tolist()}"
             )
+        return actions
+
+    def _checked_continuous(self, actions: np.ndarray) -> np.ndarray:
+        shape = (self.num_envs, self.spec.action_dim)
+        if actions.shape != shape or not np.issubdtype(actions.dtype, np.floating):
+            raise EnvError(
+                f"EnvBatch.step() needs float actions of shape {shape}, "
+                f"got {actions.dtype} {actions.shape}"
+            )
+        if not np.isfinite(actions).all() or np.abs(actions).max() > 1.0:
+            raise EnvError(f"continuous actions must lie in [-1, 1], got {actions.tolist()}")
         return actions

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from zeropipe.envs.spec import scale_action
+
 
 @dataclass(frozen=True)
 class GameStep:
@@ -50,8 +52,8 @@ class Game(Protocol):
         """Start the episode after a finished one (continuing the game if it is not over)."""
         ...
 
-    def step(self, action: int) -> GameStep:
-        """Play one agent step with an action index in [0, A)."""
+    def step(self, action: int | np.ndarray) -> GameStep:
+        """Play one agent step: an action index in [0, A), or a [D] float action in [-1, 1]."""
         ...
 
     def render(self) -> np.ndarray | None:
@@ -89,7 +91,8 @@ def gym_frame(obs: Any, dtype: np.dtype, channels_last: bool) -> np.ndarray:
 
 
 class GymGame:
-    """A gymnasium env with Discrete actions and Box observations; frames are `gym_frame` copies.
+    """A gymnasium env with Discrete or Box actions and Box observations; frames are `gym_frame`
+    copies. A Box action arrives in [-1, 1]^D and is scaled to the space's bounds.
 
     Args:
         env: The env, created with its time limit already applied.
@@ -104,9 +107,15 @@ class GymGame:
         self._dtype = np.dtype(np.float32 if frame_dtype is None else frame_dtype)
         self._channels_last = channels_last
         space = env.action_space
-        assert isinstance(space, gym.spaces.Discrete)
-        self._num_actions = int(space.n)
-        self._action_start = int(space.start)
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if isinstance(space, gym.spaces.Box):
+            self._bounds = (space.low.astype(np.float64), space.high.astype(np.float64))
+            self._num_actions = int(space.shape[0])
+            self._action_start = 0
+        else:
+            assert isinstance(space, gym.spaces.Discrete)
+            self._num_actions = int(space.n)
+            self._action_start = int(space.start)
 
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Reset the env, seeding its RNG when a seed is given. Returns (frame, action_mask)."""
@@ -118,9 +127,13 @@ class GymGame:
         """Reset without a seed: the env's RNG stream continues."""
         return self.reset()
 
-    def step(self, action: int) -> GameStep:
+    def step(self, action: int | np.ndarray) -> GameStep:
         """Step the env; an episode's end is also the game's end."""
-        obs, reward, terminated, truncated, info = self._env.step(action + self._action_start)
+        if self._bounds is None:
+            env_action: Any = int(action) + self._action_start
+        else:
+            env_action = scale_action(np.asarray(action), *self._bounds)
+        obs, reward, terminated, truncated, info = self._env.step(env_action)
         terminated = bool(terminated)
         truncated = bool(truncated) and not terminated
         return GameStep(

@@ -144,9 +144,18 @@ def _checked_render_mode(env_id: str, render_mode: str) -> str:
 
 
 def _check_spaces(env_id: str, env: gym.Env) -> None:
-    if not isinstance(env.action_space, gym.spaces.Discrete):
+    space = env.action_space
+    if isinstance(space, gym.spaces.Box):
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        if len(space.shape) != 1 or not (np.isfinite(low).all() and np.isfinite(high).all()):
+            raise EnvError(
+                f"env {env_id!r} has action space {space}; zeropipe needs Box actions of one "
+                "axis with finite bounds"
+            )
+    elif not isinstance(space, gym.spaces.Discrete):
         raise EnvError(
-            f"env {env_id!r} has action space {env.action_space}; zeropipe needs Discrete actions"
+            f"env {env_id!r} has action space {type(space).__name__} ({space}), which zeropipe "
+            "does not support; it needs Discrete or Box actions"
         )
     if not isinstance(env.observation_space, gym.spaces.Box):
         raise EnvError(
@@ -156,7 +165,7 @@ def _check_spaces(env_id: str, env: gym.Env) -> None:
 
 
 def check_env_id(env_id: str) -> None:
-    """Check that an env id exists and has Discrete actions and Box observations.
+    """Check that an env id exists and has Discrete or Box actions and Box observations.
 
     Creates (and closes) one instance, so it costs one env construction (an ALE ROM load).
 
@@ -175,6 +184,8 @@ def check_env_id(env_id: str) -> None:
 
 def _spec_of(cfg: EnvConfig, env: gym.Env) -> EnvSpec:
     _check_spaces(cfg.env_id, env)
+    if isinstance(env.action_space, gym.spaces.Box):
+        return _box_spec(cfg, env)
     num_actions = int(env.action_space.n)  # type: ignore[attr-defined]
     if is_atari(cfg.env_id):
         channels = 1 if cfg.gray_scale else 3
@@ -185,6 +196,19 @@ def _spec_of(cfg: EnvConfig, env: gym.Env) -> EnvSpec:
     if channels_last(shape):
         shape = (shape[2], shape[0], shape[1])
     return EnvSpec(shape, frame_dtype(space), num_actions, cfg.frame_stack)
+
+
+def _box_spec(cfg: EnvConfig, env: gym.Env) -> EnvSpec:
+    """The spec of a vector env with Box actions: A = D, the bounds kept for scaling."""
+    space = env.action_space
+    low = np.asarray(space.low, dtype=np.float32)  # type: ignore[attr-defined]
+    high = np.asarray(space.high, dtype=np.float32)  # type: ignore[attr-defined]
+    obs = env.observation_space
+    shape = tuple(int(size) for size in obs.shape)  # type: ignore[union-attr]
+    if channels_last(shape):
+        shape = (shape[2], shape[0], shape[1])
+    dim = int(low.shape[0])
+    return EnvSpec(shape, frame_dtype(obs), dim, cfg.frame_stack, dim, low, high)
 
 
 def channels_last(shape: tuple[int, ...]) -> bool:

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 
 from zeropipe.algos.acting import search_config
-from zeropipe.algos.losses import UnrollInputs
-from zeropipe.algos.observation import stack_frames, to_tensor
+from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
 from zeropipe.buffer import ReplayBatch
@@ -90,7 +89,7 @@ class Learner:
     def step(self, batch: ReplayBatch) -> StepResult:
         """One optimisation step on a sampled batch."""
         targets = self.targets.compute(batch)
-        inputs = self._inputs(batch, targets.value, targets.reward, targets.policy)
+        inputs = self.algorithm.family.unroll_inputs(batch, targets, self.frame_ndim, self.cfg)
         self.network.train()
         loss = self.algorithm.family.loss(
             self.network, self.target_network, inputs, self.cfg, self.train_iter
@@ -116,27 +115,6 @@ class Learner:
             predicted_value_mean=float(loss.root_value.mean()),
         )
         return StepResult(metrics=metrics, priorities=priorities, writeback=targets.writeback)
-
-    def _inputs(self, batch: ReplayBatch, value, reward, policy) -> UnrollInputs:
-        s = batch.bootstrap_obs.shape[2]
-        k = batch.actions.shape[1]
-        root = stack_frames(batch.obs[:, :s], self.frame_ndim)
-        obs_seq = None
-        if self.needs_obs_seq:
-            windows = np.stack([batch.obs[:, j : j + s] for j in range(k + 1)], axis=1)
-            obs_seq = to_tensor(stack_frames(windows, self.frame_ndim), self.device)
-        dev = self.device
-        return UnrollInputs(
-            root_obs=to_tensor(root, dev),
-            actions=to_tensor(batch.actions.astype(np.int64, copy=False), dev),
-            value_target=value,
-            reward_target=reward,
-            policy_target=policy,
-            value_mask=to_tensor(batch.value_mask, dev),
-            reward_mask=to_tensor(batch.reward_mask, dev),
-            policy_mask=to_tensor(batch.policy_mask, dev),
-            obs_seq=obs_seq,
-        )
 
     def _set_lr(self) -> None:
         lr = self.cfg.learning_rate * lr_factor(self.cfg, self.train_iter)

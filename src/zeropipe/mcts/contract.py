@@ -47,6 +47,8 @@ class SearchConfig:
         sampled_prior: sampled: the PUCT prior term of a sampled child, "density"
             (π / Σ π over the sampled children; sampled_efficientzero) or "uniform"
             (1 / #children; sampled_muzero, sampled_unizero).
+        continuous_actions: sampled: actions are float vectors of D dimensions; the policy
+            output is then [B, 2D] tanh-Gaussian parameters (mu then sigma).
     """
 
     num_simulations: int
@@ -62,6 +64,7 @@ class SearchConfig:
     value_scale: float = 0.1
     num_sampled_actions: int = 6
     sampled_prior: str = "uniform"
+    continuous_actions: bool = False
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:

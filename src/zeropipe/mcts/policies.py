@@ -19,7 +19,7 @@ batch of roots and A the actions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -56,13 +56,16 @@ class PolicyOutput:
     """What a search policy returns for B roots.
 
     Attributes:
-        action: [B] int64 action to play.
+        action: [B] int64 action to play; sampled search over continuous actions: [B, D]
+            float32 in (-1, 1) (then policy_target, q_values and visit_counts are [B, K] over
+            the root slots).
         policy_target: [B, A] float32 policy the learner imitates (0 on illegal actions).
         root_value: [B] float32 search value of each root (the n-step bootstrap / priority input).
         q_values: [B, A] float32 Q of each root child (policy-specific completion of unvisited
             children; 0 where the policy does not define one).
         visit_counts: [B, A] int32 root child visits (for statistics and tests, never acting).
-        sampled_actions: sampled search only: [B, K] int64 the real actions of the K root slots
+        sampled_actions: sampled search only: [B, K] int64 (continuous: [B, K, D] float32) the
+            real actions of the K root slots
             (the full-A fields above are their statistics, scattered onto these actions);
             None for searches over the full action set.
         sampled_mask: sampled search only: [B, K] bool slots that hold a legal sampled action
@@ -190,10 +193,15 @@ def sampled_policy(
     are returned scattered onto their (distinct) real actions over the full action set, so
     that the cross-entropy over the sampled actions, Σ_k target_k · log π(a_k), is the plain
     cross-entropy against that target; `sampled_actions` names the K root actions.
+    Continuous actions (`cfg.continuous_actions`, logits [B, 2D]) play a [B, D] action in
+    (-1, 1) and keep the target, Q and visits over the K root slots ([B, K]).
     """
     batch_size, num_actions = roots.policy_logits.shape
+    dim = num_actions // 2 if cfg.continuous_actions else 0
+    if dim > 0:  # every continuous action is legal; the env's mask is [B, D], not [B, 2D]
+        roots = replace(roots, action_mask=np.ones((batch_size, num_actions), dtype=np.bool_))
     slots = SampledSlots(
-        batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng
+        batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng, dim
     )
     noise = acting.mode != "eval" and cfg.sampled_prior == "density"
     result = run_search(roots, recurrent_fn, cfg, rng, add_noise=noise, slots=slots)
@@ -205,9 +213,20 @@ def sampled_policy(
         )
     else:
         slot = select_action(counts, 1.0, rng, deterministic=True)
-    sampled = slots.root_actions()  # [B, K]
+    sampled = slots.root_actions()  # [B, K] or [B, K, D]
+    action = sampled[np.arange(batch_size), slot]  # [B] or [B, D]
+    if dim > 0:  # continuous: the target and statistics stay over the K root slots
+        return PolicyOutput(
+            action=action,
+            policy_target=visit_distribution(counts),
+            root_value=result.root_value,
+            q_values=result.q_values,
+            visit_counts=counts,
+            sampled_actions=sampled,
+            sampled_mask=legal,
+        )
     return PolicyOutput(
-        action=sampled[np.arange(batch_size), slot],
+        action=action,
         policy_target=_scatter(visit_distribution(counts), sampled, legal, num_actions),
         root_value=result.root_value,
         q_values=_scatter(result.q_values, sampled, legal, num_actions),

@@ -1,7 +1,9 @@
 """Latent dynamics (MuZero's g without the reward head): next latent from latent and action.
 
-Runs in: any. Both variants encode the action as one-hot (planes for images, LightZero
-`discrete_action_encoding_type='one_hot'`) and add the input latent back before the final ReLU
+Runs in: any. Both variants encode a discrete action as one-hot (planes for images, LightZero
+`discrete_action_encoding_type='one_hot'`); with `continuous=True` the vector variant reads a
+continuous action [B, D] as it is (the vector concatenated in place of the one-hot). Both add
+the input latent back before the final ReLU
 (LightZero `res_connection_in_dynamics=True`), so at initialisation g is close to a copy of the
 state and the unrolled latents do not drift away from the encoder's distribution.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from zeropipe.config import ModelConfig
+from zeropipe.config import ConfigError, ModelConfig
 from zeropipe.models.blocks import conv3x3, mlp_stack, norm_1d, norm_2d, res_stack
 
 
@@ -31,19 +33,31 @@ def one_hot_actions(action: Tensor, action_space_size: int, dtype: torch.dtype) 
     return codes.scatter_(1, index, 1.0)
 
 
-class VectorDynamics(nn.Module):
-    """MLP on concat(latent, one-hot action) → Linear → norm, plus the latent, then ReLU."""
+def action_codes(action: Tensor, size: int, continuous: bool, dtype: torch.dtype) -> Tensor:
+    """The dynamics' action input: one-hot rows [B, A] of int64 indices [B], or continuous
+    actions [B, D] cast to `dtype`."""
+    if continuous:
+        return action.reshape(action.shape[0], size).to(dtype)
+    return one_hot_actions(action, size, dtype)
 
-    def __init__(self, latent_dim: int, action_space_size: int, cfg: ModelConfig) -> None:
+
+class VectorDynamics(nn.Module):
+    """MLP on concat(latent, action code) → Linear → norm, plus the latent, then ReLU."""
+
+    def __init__(
+        self, latent_dim: int, action_space_size: int, cfg: ModelConfig, continuous: bool = False
+    ) -> None:
         """Create the dynamics.
 
         Args:
             latent_dim: E.
-            action_space_size: A.
+            action_space_size: A (one-hot width), or D for continuous actions.
             cfg: hidden_dim, num_layers and norm_type are read.
+            continuous: actions are float vectors [B, D] instead of indices [B].
         """
         super().__init__()
         self.action_space_size = action_space_size
+        self.continuous = continuous
         self.body = mlp_stack(
             latent_dim + action_space_size, cfg.hidden_dim, cfg.num_layers, cfg.norm_type
         )
@@ -51,8 +65,8 @@ class VectorDynamics(nn.Module):
         self.out_norm = norm_1d(latent_dim, cfg.norm_type)
 
     def forward(self, latent: Tensor, action: Tensor) -> Tensor:
-        """latent [B, E], action [B] -> next latent [B, E]."""
-        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        """latent [B, E], action [B] int64 (or [B, D] float) -> next latent [B, E]."""
+        codes = action_codes(action, self.action_space_size, self.continuous, latent.dtype)
         x = self.out_norm(self.out(self.body(torch.cat((latent, codes), dim=1))))
         return (x + latent).relu_()
 
@@ -94,12 +108,20 @@ def build_dynamics(
 
     Args:
         latent_shape: one latent without the batch axis.
-        action_space_size: A.
-        cfg: model sizes.
+        action_space_size: A, or D with `cfg.continuous_action_space`.
+        cfg: model sizes (`continuous_action_space` selects the continuous action input).
 
     Returns:
         A module called as `dynamics(latent, action) -> next_latent`.
+
+    Raises:
+        ConfigError: continuous actions with an image latent (not supported).
     """
     if len(latent_shape) == 3:
+        if cfg.continuous_action_space:
+            raise ConfigError(
+                "policy.model.continuous_action_space needs vector observations (the conv "
+                "dynamics reads one-hot action planes only)"
+            )
         return ConvDynamics(latent_shape[0], action_space_size, cfg)
-    return VectorDynamics(latent_shape[0], action_space_size, cfg)
+    return VectorDynamics(latent_shape[0], action_space_size, cfg, cfg.continuous_action_space)

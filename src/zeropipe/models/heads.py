@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from zeropipe.config import ModelConfig
 from zeropipe.models.blocks import NormType, norm_1d, norm_2d, res_stack
+from zeropipe.models.gaussian import GaussianPolicyHead
 
 
 def zero_linear(in_dim: int, out_dim: int) -> nn.Linear:
@@ -108,6 +109,22 @@ def build_head(latent_shape: tuple[int, ...], out_dim: int, cfg: ModelConfig) ->
     return VectorHead(latent_shape[0], cfg.head_hidden_dim, out_dim, cfg.norm_type)
 
 
+def build_policy_head(
+    latent_shape: tuple[int, ...], action_space_size: int, cfg: ModelConfig
+) -> nn.Module:
+    """The policy head: `build_head` to A logits, or with `cfg.continuous_action_space` a
+    `GaussianPolicyHead` to [mu(D), sigma(D)] on vector latents (D = action_space_size)."""
+    if not cfg.continuous_action_space:
+        return build_head(latent_shape, action_space_size, cfg)
+    return GaussianPolicyHead(
+        latent_shape[0],
+        cfg.head_hidden_dim,
+        action_space_size,
+        cfg.sigma_type,
+        cfg.fixed_sigma_value,
+    )
+
+
 class Prediction(nn.Module):
     """MuZero's prediction function f: latent → (value logits, policy logits).
 
@@ -135,9 +152,10 @@ class Prediction(nn.Module):
         if len(latent_shape) == 3:
             self.trunk = res_stack(latent_shape[0], cfg.num_res_blocks, cfg.norm_type)
         self.value = build_head(latent_shape, value_support_size, cfg)
-        self.policy = build_head(latent_shape, action_space_size, cfg)
+        self.policy = build_policy_head(latent_shape, action_space_size, cfg)
 
     def forward(self, latent: Tensor) -> tuple[Tensor, Tensor]:
-        """latent [B, *latent_shape] -> (value logits [B, S_v], policy logits [B, A])."""
+        """latent [B, *latent_shape] -> (value logits [B, S_v], policy logits [B, A]; for
+        continuous actions the Gaussian parameters [B, 2D], mu then sigma)."""
         features = self.trunk(latent)
         return self.value(features), self.policy(features)

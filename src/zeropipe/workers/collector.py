@@ -15,7 +15,7 @@ import torch
 
 from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
 from zeropipe.buffer.segment import GameSegment
-from zeropipe.config import ExperimentConfig
+from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.mcts import ActingParams
 from zeropipe.models import Network
@@ -50,6 +50,7 @@ class Collector:
         p = cfg.policy
         self.cfg = cfg
         self.envs = EnvBatch(cfg.env, cfg.env.collector_env_num, "collect", seed)
+        check_action_kind(cfg, self.envs)
         self.search, self.roots = actor_search(
             cfg, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
         )
@@ -114,6 +115,7 @@ class Collector:
         self.prev_actions = actions.copy()
         self._tick_cache_clock()
         ready: list[GameSegment] = []
+        sampled = out.sampled_actions  # [n, K(, D)] root sampled actions of a sampled search
         for i, traj in enumerate(self.trajectories):
             ready += traj.append(
                 actions[i],
@@ -123,6 +125,7 @@ class Collector:
                 result.predicted_value[i],
                 step.frames[i],
                 step.action_masks[i],
+                None if sampled is None else sampled[i],
             )
             if step.terminated[i] or step.truncated[i]:
                 ready += traj.end_episode(bool(step.terminated[i]))
@@ -149,3 +152,27 @@ class Collector:
     def close(self) -> None:
         """Close the envs."""
         self.envs.close()
+
+
+def check_action_kind(cfg: ExperimentConfig, envs: EnvBatch) -> None:
+    """The env's action space and `policy.model.continuous_action_space` must agree.
+
+    Raises:
+        ConfigError: naming the env, its action kind and the setting (the envs are closed).
+    """
+    wants = cfg.policy.model.continuous_action_space
+    if envs.spec.continuous == wants:
+        return
+    envs.close()
+    space = (
+        f"Box actions of {envs.spec.action_dim} dimensions"
+        if envs.spec.continuous
+        else (f"{envs.spec.action_space_size} discrete actions")
+    )
+    hint = (
+        "continuous actions need policy.type sampled_muzero with "
+        "policy.model.continuous_action_space: true"
+        if envs.spec.continuous
+        else "set policy.model.continuous_action_space: false"
+    )
+    raise ConfigError(f"env.env_id {cfg.env.env_id!r} has {space}; {hint}")

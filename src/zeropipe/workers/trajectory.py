@@ -36,7 +36,8 @@ class Trajectory:
         self._start_step = 0
         self._frames: list[np.ndarray] = []
         self._masks: list[np.ndarray] = []
-        self._actions: list[int] = []
+        self._actions: list[int | np.ndarray] = []
+        self._sampled: list[np.ndarray | None] = []
         self._rewards: list[float] = []
         self._visits: list[np.ndarray] = []
         self._root_values: list[float] = []
@@ -51,6 +52,7 @@ class Trajectory:
         for buf in (self._actions, self._rewards, self._visits, self._root_values):
             buf.clear()
         self._pred_values.clear()
+        self._sampled.clear()
 
     def stacked_obs(self) -> np.ndarray:
         """The current model input frames [S, *frame]."""
@@ -62,16 +64,31 @@ class Trajectory:
 
     def append(
         self,
-        action: int,
+        action: int | np.ndarray,
         reward: float,
         visits: np.ndarray,
         root_value: float,
         predicted_value: float,
         next_frame: np.ndarray,
         next_mask: np.ndarray,
+        sampled_actions: np.ndarray | None = None,
     ) -> list[GameSegment]:
-        """Record one step; returns the segments that became complete."""
-        self._actions.append(int(action))
+        """Record one step; returns the segments that became complete.
+
+        Args:
+            action: the action index, or a [D] float continuous action.
+            reward: the step's training reward.
+            visits: [A] policy target (sampled search over continuous actions: [K]).
+            root_value: the search value of the root.
+            predicted_value: the network's value of the root.
+            next_frame: the observation after the step.
+            next_mask: legal actions at `next_frame`.
+            sampled_actions: sampled search: the root's K sampled actions ([K] or [K, D]), the
+                actions `visits` belongs to; None for searches over the full action set.
+        """
+        action = np.asarray(action)
+        self._actions.append(int(action) if action.ndim == 0 else action.astype(np.float32))
+        self._sampled.append(sampled_actions)
         self._rewards.append(float(reward))
         self._visits.append(visits)
         self._root_values.append(float(root_value))
@@ -101,9 +118,11 @@ class Trajectory:
         if self.use_priority:
             diff = np.subtract(self._pred_values[:length], self._root_values[:length])
             priorities = (np.abs(diff) + 1e-6).astype(np.float32)
+        continuous = isinstance(self._actions[0], np.ndarray)
+        sampled = self._sampled[:n]
         segment = GameSegment(
             obs=np.stack(self._frames[: s + n]),
-            actions=np.asarray(self._actions[:n], dtype=np.int64),
+            actions=np.asarray(self._actions[:n], dtype=np.float32 if continuous else np.int64),
             rewards=np.asarray(self._rewards[:n], dtype=np.float32),
             child_visits=np.stack(self._visits[:n]).astype(np.float32),
             root_values=np.asarray(self._root_values[:n], dtype=np.float32),
@@ -114,6 +133,7 @@ class Trajectory:
             priorities=priorities,
             episode_id=self._episode_id,
             start_step=self._start_step,
+            root_sampled_actions=None if sampled[0] is None else np.stack(sampled),  # type: ignore[arg-type]
         )
         self._drop(length)
         return segment
@@ -125,4 +145,5 @@ class Trajectory:
         for buf in (self._actions, self._rewards, self._visits, self._root_values):
             del buf[:count]
         del self._pred_values[:count]
+        del self._sampled[:count]
         self._start_step += count

@@ -97,7 +97,8 @@ def segment_from_wire(data: Any) -> GameSegment:
     kwargs.update({name: _int(name, data[name]) for name in _INT_FIELDS})
     kwargs.update({name: _bool(name, data[name]) for name in _BOOL_FIELDS})
     seg = GameSegment(**kwargs)
-    if seg.child_visits.shape[1] != seg.action_masks.shape[1]:
+    # continuous actions: the targets span the K sampled actions, the masks the D dimensions
+    if seg.actions.ndim == 1 and seg.child_visits.shape[1] != seg.action_masks.shape[1]:
         raise SegmentWireError(
             f"segment field 'child_visits' has {seg.child_visits.shape[1]} actions but "
             f"'action_masks' has {seg.action_masks.shape[1]}"
