@@ -96,9 +96,17 @@ class NetworkSearch:
         output = self.policy(roots, self._recurrent, cfg, rng, acting)
         return SearchResult(output=output, predicted_value=value)
 
-    def _recurrent(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
+    def _recurrent(
+        self, latent: torch.Tensor, actions: np.ndarray, from_chance: np.ndarray | None = None
+    ) -> StepOutput:
+        """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
+        two-kind `search_step` (afterstates from states, states from afterstates)."""
         action = torch.from_numpy(np.ascontiguousarray(actions, dtype=np.int64)).to(self.device)
-        out = self.network.recurrent_inference(latent, action)
+        if from_chance is None:
+            out = self.network.recurrent_inference(latent, action)
+        else:
+            kinds = torch.from_numpy(np.ascontiguousarray(from_chance, dtype=np.bool_))
+            out = self.network.search_step(latent, action, kinds.to(self.device))
         return StepOutput(
             latent=out.latent,
             reward=_scalar(out.reward_logits, self.network.reward_support),
@@ -152,6 +160,7 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         gumbel_scale=cfg.gumbel.gumbel_scale,
         maxvisit_init=cfg.gumbel.maxvisit_init,
         value_scale=cfg.gumbel.value_scale,
+        chance_space_size=cfg.stochastic.chance_space_size,
     )
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from zeropipe.algos.algorithm import Algorithm
 from zeropipe.algos.muzero import MUZERO
+from zeropipe.algos.stochastic import STOCHASTIC
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 
@@ -24,6 +25,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
+        Algorithm("stochastic_muzero", STOCHASTIC, "chance", options=("stochastic",)),
     )
 }
 

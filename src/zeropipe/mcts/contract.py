@@ -42,6 +42,7 @@ class SearchConfig:
         maxvisit_init: Gumbel: c_visit of the σ transform σ(q) = (c_visit + max_b N(b))·c_scale·q
             (paper eq. 8; mctx and LightZero default 50).
         value_scale: Gumbel: c_scale of that transform (paper and mctx default 0.1).
+        chance_space_size: chance: C, the outcomes of a chance node (0 for the other rules).
     """
 
     num_simulations: int
@@ -55,6 +56,7 @@ class SearchConfig:
     gumbel_scale: float = 1.0
     maxvisit_init: float = 50.0
     value_scale: float = 0.1
+    chance_space_size: int = 0
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -134,8 +136,9 @@ class StepOutput:
     policy_logits: np.ndarray
 
 
-# (parent latents [B, *latent_shape], actions int64 [B]) -> StepOutput for the B children.
-RecurrentFn = Callable[[torch.Tensor, np.ndarray], StepOutput]
+# (parent latents [B, *latent_shape], actions int64 [B]) -> StepOutput for the B children. The
+# chance rule calls it with a third argument, from_chance [B] bool (see `search.run_search`).
+RecurrentFn = Callable[..., StepOutput]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ a `Tree` inside the kernel) because numba types plain arrays on a C fast path bu
 argument in Python: ~1 µs against ~3 µs per call, a large share of a B = 8 simulation.
 
 numba's on-disk cache (`cache=True`) keys each function by its own file only: the cached
-`simulation_step` embeds the code of `traverse_batch`, `expand_and_backup_batch` and what they
-inline from `selection.py`, `backup.py` and `qtransform.py`, and is not invalidated when only
+`simulation_step` embeds the code of `traverse_batch`, `traverse_chance_batch`,
+`expand_and_backup_batch` and what they inline from `selection.py`, `chance.py`, `backup.py` and
+`qtransform.py`, and is not invalidated when only
 those files change (numba documents this limit). After editing them, delete the `*.nbi` / `*.nbc`
 files under `src/zeropipe/mcts/__pycache__/` (or touch this file), or the old kernels run.
 
@@ -23,7 +24,8 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.backup import expand_and_backup_batch
-from zeropipe.mcts.selection import SearchParams, traverse_batch
+from zeropipe.mcts.chance import traverse_chance_batch
+from zeropipe.mcts.selection import CHANCE, SearchParams, traverse_batch
 from zeropipe.mcts.tree import ROOT_INDEX, Tree
 
 
@@ -59,4 +61,7 @@ def simulation_step(
     if leaf != ROOT_INDEX:
         expand_and_backup_batch(tree, params, leaf, parents, actions, rewards, values, logits)
     if traverse:
-        traverse_batch(tree, params, rule, parents, actions)
+        if rule == CHANCE:
+            traverse_chance_batch(tree, params, parents, actions)
+        else:
+            traverse_batch(tree, params, rule, parents, actions)

@@ -9,6 +9,7 @@ only `initial_inference` / `recurrent_inference` (MuZeroNetwork, UniZeroNetwork)
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.protocol import Network
 from zeropipe.models.root_context import RootContexts, RootContextStats
+from zeropipe.models.stochastic import StochasticMuZeroNetwork
 from zeropipe.models.support import (
     DiscreteSupport,
     inverse_scalar_transform,
@@ -28,6 +29,7 @@ __all__ = [
     "RootContextStats",
     "RootContexts",
     "SequenceOutput",
+    "StochasticMuZeroNetwork",
     "UniZeroNetwork",
     "Window",
     "WindowLayout",

@@ -31,6 +31,14 @@ def one_hot_actions(action: Tensor, action_space_size: int, dtype: torch.dtype) 
     return codes.scatter_(1, index, 1.0)
 
 
+def action_codes(action: Tensor, action_space_size: int, dtype: torch.dtype) -> Tensor:
+    """One-hot rows of int64 indices [B], or float codes [B, A] used as given (Stochastic
+    MuZero's straight-through chance code, which carries gradients to its encoder)."""
+    if action.is_floating_point():
+        return action.to(dtype)
+    return one_hot_actions(action, action_space_size, dtype)
+
+
 class VectorDynamics(nn.Module):
     """MLP on concat(latent, one-hot action) → Linear → norm, plus the latent, then ReLU."""
 
@@ -51,8 +59,8 @@ class VectorDynamics(nn.Module):
         self.out_norm = norm_1d(latent_dim, cfg.norm_type)
 
     def forward(self, latent: Tensor, action: Tensor) -> Tensor:
-        """latent [B, E], action [B] -> next latent [B, E]."""
-        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        """latent [B, E], action [B] (or float codes [B, A]) -> next latent [B, E]."""
+        codes = action_codes(action, self.action_space_size, latent.dtype)  # [B, A]
         x = self.out_norm(self.out(self.body(torch.cat((latent, codes), dim=1))))
         return (x + latent).relu_()
 
@@ -79,9 +87,9 @@ class ConvDynamics(nn.Module):
         self.blocks = res_stack(channels, cfg.num_res_blocks, cfg.norm_type)
 
     def forward(self, latent: Tensor, action: Tensor) -> Tensor:
-        """latent [B, C, H, W], action [B] -> next latent [B, C, H, W]."""
+        """latent [B, C, H, W], action [B] (or float codes [B, A]) -> next latent [B, C, H, W]."""
         batch, _, height, width = latent.shape
-        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        codes = action_codes(action, self.action_space_size, latent.dtype)  # [B, A]
         planes = codes[:, :, None, None].expand(batch, self.action_space_size, height, width)
         x = self.norm(self.conv(torch.cat((latent, planes), dim=1)))  # [B, C, H, W]
         return self.blocks((x + latent).relu_())
