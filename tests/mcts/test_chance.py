@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 import torch
 
+from tests.mcts.chance_tree import StochasticModel, reference_chance_search
 from tests.mcts.fakes import make_roots
-from zeropipe.mcts import ActingParams, SearchConfig, StepOutput, run_search, search_policy
+from zeropipe.mcts import (
+    ActingParams,
+    SearchConfig,
+    SearchRoots,
+    StepOutput,
+    run_search,
+    search_policy,
+)
 from zeropipe.mcts.selection import CHANCE
 from zeropipe.mcts.tree import ROOT_INDEX
 
@@ -164,3 +172,94 @@ def test_root_latents_reach_the_model_unchanged():
         chance_space_size=1,
     )
     assert torch.equal(seen[0], roots.latent)
+
+
+def _random_model(rng, states: int, actions: int, outcomes: int) -> StochasticModel:
+    def f32(*shape, scale=1.0):
+        return (rng.normal(size=shape) * scale).astype(np.float32)
+
+    return StochasticModel(
+        logits=f32(states, actions),
+        value=f32(states),
+        after_value=f32(states, actions),
+        chance_logits=f32(states, actions, outcomes, scale=1.5),
+        next_state=rng.integers(0, states, size=(states, actions, outcomes)),
+        reward=f32(states, actions, outcomes),
+    )
+
+
+class _TabularChanceFn:
+    """The compiled search's view of a `StochasticModel`: latents [B, 2] = (state, action)."""
+
+    def __init__(self, model: StochasticModel) -> None:
+        self.m = model
+        self.width = max(model.logits.shape[1], model.chance_logits.shape[2])
+
+    def __call__(self, latent, codes, from_chance) -> StepOutput:
+        s = latent[:, 0].numpy().astype(np.int64)
+        a = latent[:, 1].numpy().astype(np.int64)
+        batch = codes.shape[0]
+        logits = np.full((batch, self.width), _LOW, dtype=np.float32)
+        out = np.zeros((batch, 2), dtype=np.float32)
+        reward = np.zeros(batch, dtype=np.float32)
+        value = np.zeros(batch, dtype=np.float32)
+        for i in range(batch):
+            if from_chance[i]:
+                ns = self.m.next_state[s[i], a[i], codes[i]]
+                out[i] = (ns, -1)
+                reward[i] = self.m.reward[s[i], a[i], codes[i]]
+                value[i] = self.m.value[ns]
+                logits[i, : self.m.logits.shape[1]] = self.m.logits[ns]
+            else:
+                out[i] = (s[i], codes[i])
+                value[i] = self.m.after_value[s[i], codes[i]]
+                logits[i, : self.m.chance_logits.shape[2]] = self.m.chance_logits[s[i], codes[i]]
+        return StepOutput(torch.from_numpy(out), reward, value, logits)
+
+
+@pytest.mark.parametrize(
+    ("actions", "outcomes", "discount"), [(3, 4, 0.997), (2, 1, 1.0), (5, 2, 0.9)]
+)
+def test_the_compiled_chance_search_matches_the_per_node_reference(actions, outcomes, discount):
+    """Edge by edge, on random tabular stochastic models; C = 1 is the trivial chance prior."""
+    rng = np.random.default_rng(actions * 10 + outcomes)
+    model = _random_model(rng, 7, actions, outcomes)
+    batch, sims = 6, 60
+    starts = rng.integers(0, 7, size=batch)
+    legal = rng.random((batch, actions)) < 0.8
+    legal[:, 0] = True
+    roots = SearchRoots(
+        latent=torch.from_numpy(np.stack([starts, -np.ones(batch)], axis=1).astype(np.float32)),
+        value=model.value[starts],
+        policy_logits=model.logits[starts],
+        action_mask=legal,
+    )
+    cfg = SearchConfig(num_simulations=sims, discount=discount, chance_space_size=outcomes)
+    out = run_search(
+        roots,
+        _TabularChanceFn(model),
+        cfg,
+        np.random.default_rng(9),
+        add_noise=False,
+        rule=CHANCE,
+        chance_space_size=outcomes,
+    )
+    seed = np.random.default_rng(9).integers(2**63, dtype=np.uint64)
+    tree = out.tree
+    for b in range(batch):
+        root, trace = reference_chance_search(
+            model, int(starts[b]), legal[b], sims, seed, b, discount=discount
+        )
+        kernel_trace = [
+            (int(tree.parents[b, n]), int(tree.action_from_parent[b, n]))
+            for n in range(1, sims + 1)
+        ]
+        assert kernel_trace == trace, b
+        visits = [root.children[a].visit_count for a in range(actions)]
+        assert out.visit_counts[b].tolist() == visits
+        np.testing.assert_allclose(
+            out.root_value[b], root.value_sum / root.visit_count, rtol=1e-5, atol=1e-6
+        )
+    if outcomes == 1:  # the trivial prior: every chance node has its one outcome only
+        chance = tree.node_is_chance & (tree.node_visits > 1)
+        assert (tree.children_visits[chance][:, 1:] == 0).all()
