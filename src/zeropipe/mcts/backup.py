@@ -61,10 +61,9 @@ def backup_path(tree: Tree, discount: float, b: int, leaf: int, value: float) ->
     """Backs `value` up from `leaf` to the root of tree b.
 
     Walking leaf → root: value_sum += G, visits += 1, min-max update with r + γ·v of the node,
-    then G = r + γ·G (LightZero `cbackpropagate`, one player). Into a chance node (an afterstate,
-    CHANCE rule) the edge has no reward and no discount: its Q is v and G passes unchanged. Like
-    LightZero, the root also updates the min-max statistics, with its reward taken as 0. v is
-    the node's value rounded to float32 first, as LightZero's `CNode::value()` returns a float.
+    then G = r + γ·G (LightZero `cbackpropagate`, one player). Like LightZero, the root also
+    updates the min-max statistics, with its reward taken as 0. v is the node's value rounded
+    to float32 first, as LightZero's `CNode::value()` returns a float.
     """
     g = value
     node = leaf
@@ -77,15 +76,11 @@ def backup_path(tree: Tree, discount: float, b: int, leaf: int, value: float) ->
             update_min_max(tree, b, discount * node_value)
             return
         action = tree.action_from_parent[b, node]
+        reward = tree.children_reward[b, parent, action]
         tree.children_visits[b, parent, action] += 1
         tree.children_value[b, parent, action] = node_value
-        if tree.node_is_chance[b, node]:
-            # Decision -> afterstate: the same time step, no reward and no discount.
-            update_min_max(tree, b, node_value)
-        else:
-            reward = tree.children_reward[b, parent, action]
-            update_min_max(tree, b, reward + discount * node_value)
-            g = reward + discount * g
+        update_min_max(tree, b, reward + discount * node_value)
+        g = reward + discount * g
         node = parent
 
 

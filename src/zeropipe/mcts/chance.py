@@ -18,8 +18,9 @@ import math
 import numpy as np
 from numba import njit
 
+from zeropipe.mcts.backup import expand_node, update_min_max
 from zeropipe.mcts.selection import SearchParams, normalized_q
-from zeropipe.mcts.tree import ROOT_INDEX, UNVISITED, Tree
+from zeropipe.mcts.tree import NO_PARENT, ROOT_INDEX, UNVISITED, Tree
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -162,3 +163,52 @@ def traverse_chance_batch(
         node, action = descend_chance(tree, params, b)
         parents[b] = node
         actions[b] = action
+
+
+@njit(cache=True, error_model="numpy")
+def chance_backup_path(tree: Tree, discount: float, b: int, leaf: int, value: float) -> None:
+    """`backup.backup_path` through decision and chance nodes (a kernel of its own: the branch
+    below, inside the PUCT backup, made the PUCT search 3x slower).
+
+    Walking leaf → root: value_sum += G, visits += 1; into a chance node (an afterstate) the edge
+    has no reward and no discount, so its Q is v and G passes unchanged; into a decision node
+    Q = r + γ·v and G = r + γ·G. The root updates the min-max statistics with γ·v, as PUCT's.
+    """
+    g = value
+    node = leaf
+    while True:
+        tree.node_value_sum[b, node] += g
+        tree.node_visits[b, node] += 1
+        node_value = np.float32(tree.node_value_sum[b, node] / tree.node_visits[b, node])
+        parent = tree.parents[b, node]
+        if parent == NO_PARENT:
+            update_min_max(tree, b, discount * node_value)
+            return
+        action = tree.action_from_parent[b, node]
+        tree.children_visits[b, parent, action] += 1
+        tree.children_value[b, parent, action] = node_value
+        if tree.node_is_chance[b, node]:
+            update_min_max(tree, b, node_value)
+        else:
+            reward = tree.children_reward[b, parent, action]
+            update_min_max(tree, b, reward + discount * node_value)
+            g = reward + discount * g
+        node = parent
+
+
+@njit(cache=True, error_model="numpy")
+def chance_expand_and_backup_batch(
+    tree: Tree,
+    params: SearchParams,
+    node: int,
+    parents: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    logits: np.ndarray,
+) -> None:
+    """`backup.expand_and_backup_batch` with `chance_backup_path` (node kinds are set by the
+    caller before the model call)."""
+    for b in range(parents.shape[0]):
+        expand_node(tree, b, node, parents[b], actions[b], rewards[b], values[b], logits[b])
+        chance_backup_path(tree, params.discount, b, node, values[b])

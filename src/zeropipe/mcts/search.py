@@ -24,7 +24,7 @@ from zeropipe.mcts.contract import (
 from zeropipe.mcts.halving import root_considered_visits
 from zeropipe.mcts.noise import root_prior
 from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT, PUCT, SearchParams
-from zeropipe.mcts.simulate import simulation_step
+from zeropipe.mcts.simulate import chance_simulation_step, simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
 
 
@@ -194,7 +194,8 @@ def _advance(
         logits = _as_array(
             step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
         )
-    simulation_step(
+    step_kernel = chance_simulation_step if rule == CHANCE else simulation_step
+    step_kernel(
         leaf,
         rewards,
         values,
