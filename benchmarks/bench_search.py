@@ -13,6 +13,9 @@ Runs in: any (`python -m benchmarks.bench_search`, or `make bench`). Three measu
 - sampled: the `sampled` search policy in collect mode end to end (K sampled actions per
   node out of A = 20, for K in `SAMPLED_KS`; the slot → action map and the sampling at every
   expansion), with the same zero-cost model over 20 actions (`bench_sampled`).
+- chance: the `chance` search policy (Stochastic MuZero) in collect mode end to end, over a tree
+  of decision and chance nodes (CHANCE_SPACE_SIZE outcomes, drawn from a constant prior), with a
+  zero-cost model of max(A, C)-wide logits. Each simulation expands an afterstate or a state.
 A simulation counts once per root: sims/s = B · num_simulations / seconds per search. JIT compile
 time is excluded (one warm-up search per case); each figure is the best of `repeats` timings.
 Targets on the same machine, LightZero's C++ tree: search 42k sims/s (B=8, A=2) and 297k
@@ -29,7 +32,7 @@ import torch
 
 from zeropipe.mcts import ActingParams, SearchConfig, SearchRoots, StepOutput, run_search
 from zeropipe.mcts.noise import root_prior
-from zeropipe.mcts.policies import gumbel_policy, sampled_policy
+from zeropipe.mcts.policies import chance_policy, gumbel_policy, sampled_policy
 from zeropipe.mcts.search import search_params
 from zeropipe.mcts.selection import PUCT
 from zeropipe.mcts.simulate import simulation_step
@@ -40,6 +43,7 @@ BATCH_SIZES = (8, 64, 256)
 NUM_ACTIONS = (2, 6)
 SAMPLED_KS = (5, 20)
 SAMPLED_ACTIONS = 20  # A of the sampled benchmark: K = 20 samples the whole action set
+CHANCE_SPACE_SIZE = 4  # outcomes of a chance node in the chance case
 SIMS_PER_TIMING = 100_000  # root-simulations per timing, so every case takes a similar time
 
 
@@ -109,9 +113,11 @@ def bench_search(repeats: int = 3) -> list[dict]:
 
     Returns:
         One dict per case: batch_size, num_actions, num_simulations, search_sims_per_s,
-        tree_sims_per_s, gumbel_sims_per_s.
+        tree_sims_per_s, gumbel_sims_per_s, chance_sims_per_s.
     """
-    cfg = SearchConfig(num_simulations=NUM_SIMULATIONS, discount=0.997)
+    cfg = SearchConfig(
+        num_simulations=NUM_SIMULATIONS, discount=0.997, chance_space_size=CHANCE_SPACE_SIZE
+    )
     rows = []
     for num_actions in NUM_ACTIONS:
         for batch_size in BATCH_SIZES:
@@ -120,6 +126,12 @@ def bench_search(repeats: int = 3) -> list[dict]:
             step = _constant_model(batch_size, num_actions, rng)
 
             def recurrent_fn(latent: torch.Tensor, actions: np.ndarray, s=step) -> StepOutput:
+                return s
+
+            width = max(num_actions, CHANCE_SPACE_SIZE)
+            chance_step = _constant_model(batch_size, width, rng)
+
+            def chance_fn(latent, actions, from_chance, s=chance_step) -> StepOutput:
                 return s
 
             def search_once(r=roots, f=recurrent_fn) -> None:
@@ -131,6 +143,9 @@ def bench_search(repeats: int = 3) -> list[dict]:
             def gumbel_once(r=roots, f=recurrent_fn) -> None:
                 gumbel_policy(r, f, cfg, np.random.default_rng(0), ActingParams("collect"))
 
+            def chance_once(r=roots, f=chance_fn) -> None:
+                chance_policy(r, f, cfg, np.random.default_rng(0), ActingParams("collect"))
+
             rows.append(
                 {
                     "batch_size": batch_size,
@@ -139,6 +154,7 @@ def bench_search(repeats: int = 3) -> list[dict]:
                     "search_sims_per_s": _best_rate(search_once, batch_size, repeats),
                     "tree_sims_per_s": _best_rate(tree_once, batch_size, repeats),
                     "gumbel_sims_per_s": _best_rate(gumbel_once, batch_size, repeats),
+                    "chance_sims_per_s": _best_rate(chance_once, batch_size, repeats),
                 }
             )
     return rows
@@ -182,13 +198,13 @@ def main() -> None:
     torch.set_num_threads(1)  # the glue's tensor ops are tiny; threads only add contention
     print(
         f"{'B':>5} {'A':>3} {'sims':>5} {'search sims/s':>15} {'tree sims/s':>13} "
-        f"{'gumbel sims/s':>15}"
+        f"{'gumbel sims/s':>15} {'chance sims/s':>15}"
     )
     for row in bench_search():
         print(
             f"{row['batch_size']:>5} {row['num_actions']:>3} {row['num_simulations']:>5} "
             f"{row['search_sims_per_s']:>15,.0f} {row['tree_sims_per_s']:>13,.0f} "
-            f"{row['gumbel_sims_per_s']:>15,.0f}"
+            f"{row['gumbel_sims_per_s']:>15,.0f} {row['chance_sims_per_s']:>15,.0f}"
         )
     print(f"\n{'B':>5} {'K':>3} {'A':>3} {'sims':>5} {'sampled sims/s':>15}")
     for row in bench_sampled():

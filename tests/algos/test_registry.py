@@ -36,6 +36,7 @@ def test_every_registered_type_builds_with_its_own_options(tmp_path):
         ("muzero", {"context_length_init": 3}, "policy.context_length_init"),
         ("unizero", {"context_length_init": 3}, "policy.context_length_init"),
         ("muzero_context", {"gumbel": {"gumbel_scale": 2.0}}, "policy.gumbel"),
+        ("muzero", {"stochastic": {"chance_space_size": 4}}, "policy.stochastic"),
     ],
 )
 def test_another_types_option_is_a_config_error_naming_the_key(tmp_path, policy_type, policy, key):
@@ -77,7 +78,7 @@ def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):
 
 
 def test_an_unimplemented_type_is_a_config_error_listing_the_available(tmp_path):
-    cfg = tiny_config(tmp_path, type="stochastic_muzero")
+    cfg = tiny_config(tmp_path, type="sampled_efficientzero")
     with pytest.raises(ConfigError, match=r"available: .*muzero"):
         registry.algorithm_for(cfg.policy)
 

@@ -96,10 +96,18 @@ class NetworkSearch:
         output = self.policy(roots, self._recurrent, cfg, rng, acting)
         return SearchResult(output=output, predicted_value=value)
 
-    def _recurrent(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
+    def _recurrent(
+        self, latent: torch.Tensor, actions: np.ndarray, from_chance: np.ndarray | None = None
+    ) -> StepOutput:
+        """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
+        two-kind `search_step` (afterstates from states, states from afterstates)."""
         dtype = np.float32 if np.issubdtype(actions.dtype, np.floating) else np.int64
         action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype)).to(self.device)
-        out = self.network.recurrent_inference(latent, action)
+        if from_chance is None:
+            out = self.network.recurrent_inference(latent, action)
+        else:
+            kinds = torch.from_numpy(np.ascontiguousarray(from_chance, dtype=np.bool_))
+            out = self.network.search_step(latent, action, kinds.to(self.device))
         reward = self.network.transition_reward(latent, out)
         return StepOutput(
             latent=out.latent,
@@ -157,6 +165,7 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         num_sampled_actions=cfg.sampled.num_of_sampled_actions,
         sampled_prior=cfg.sampled.prior,
         continuous_actions=cfg.model.continuous_action_space,
+        chance_space_size=cfg.stochastic.chance_space_size,
     )
 
 

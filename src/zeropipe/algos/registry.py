@@ -16,6 +16,7 @@ from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
 from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
+from zeropipe.algos.stochastic import STOCHASTIC
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 
@@ -43,6 +44,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
+        Algorithm("stochastic_muzero", STOCHASTIC, "chance", options=("stochastic",)),
     )
 }
 

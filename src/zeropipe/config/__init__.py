@@ -10,6 +10,7 @@ from zeropipe.config.schema import (
     GumbelConfig,
     ModelConfig,
     PolicyConfig,
+    StochasticConfig,
     WorldModelConfig,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "GumbelConfig",
     "ModelConfig",
     "PolicyConfig",
+    "StochasticConfig",
     "WorldModelConfig",
     "config_from_dict",
     "dump_config",

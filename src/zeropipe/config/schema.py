@@ -211,6 +211,24 @@ _TYPE_DEFAULTS: dict[str, dict[str, float]] = {
 }
 
 
+class StochasticConfig(_Strict):
+    """Stochastic MuZero (stochastic_muzero; Antonoglou et al. 2022): chance codes and the extra
+    loss terms, with the reference's defaults."""
+
+    chance_space_size: int = Field(
+        2, ge=1, description="C, the codes of the chance encoder and outcomes of a chance node."
+    )
+    afterstate_policy_loss_weight: float = Field(
+        1.0, ge=0.0, description="Weight of the chance prior's cross-entropy to the code."
+    )
+    afterstate_value_loss_weight: float = Field(
+        0.25, ge=0.0, description="Weight of the afterstate value (Q) loss."
+    )
+    commitment_loss_weight: float = Field(
+        1.0, ge=0.0, description="Weight of ||one_hot - encoding||^2 (the encoder's commitment)."
+    )
+
+
 class AsyncPipelineConfig(_Strict):
     """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
 
@@ -409,6 +427,10 @@ class PolicyConfig(_Strict):
     value_prefix: ValuePrefixConfig = Field(
         default_factory=ValuePrefixConfig,
         description="Value-prefix LSTM settings (efficientzero only).",
+    )
+    stochastic: StochasticConfig = Field(
+        default_factory=StochasticConfig,
+        description="Chance codes and loss weights (stochastic_muzero only).",
     )
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")

@@ -1,7 +1,8 @@
 """Batched MCTS over struct-of-arrays trees, with numba-compiled tree operations.
 
-Runs in: any. One search loop (`run_search`) with LightZero-exact PUCT and Gumbel MuZero rules;
-callers use a registered search policy (`SEARCH_POLICIES`: `puct`, `gumbel`). The search
+Runs in: any. One search loop (`run_search`) with LightZero-exact PUCT, Gumbel MuZero and
+chance-node (Stochastic MuZero) rules; callers use a registered search policy
+(`SEARCH_POLICIES`: `puct`, `gumbel`, `chance`). The search
 consumes a model only through `RecurrentFn`; it knows nothing of processes, networks or buffers.
 """
 

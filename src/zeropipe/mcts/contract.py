@@ -49,6 +49,7 @@ class SearchConfig:
             (1 / #children; sampled_muzero, sampled_unizero).
         continuous_actions: sampled: actions are float vectors of D dimensions; the policy
             output is then [B, 2D] tanh-Gaussian parameters (mu then sigma).
+        chance_space_size: chance: C, the outcomes of a chance node (0 for the other rules).
     """
 
     num_simulations: int
@@ -65,6 +66,7 @@ class SearchConfig:
     num_sampled_actions: int = 6
     sampled_prior: str = "uniform"
     continuous_actions: bool = False
+    chance_space_size: int = 0
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -153,8 +155,9 @@ class StepOutput:
     policy_logits: np.ndarray
 
 
-# (parent latents [B, *latent_shape], actions int64 [B]) -> StepOutput for the B children.
-RecurrentFn = Callable[[torch.Tensor, np.ndarray], StepOutput]
+# (parent latents [B, *latent_shape], actions int64 [B]) -> StepOutput for the B children. The
+# chance rule calls it with a third argument, from_chance [B] bool (see `search.run_search`).
+RecurrentFn = Callable[..., StepOutput]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ batch of roots and A the actions.
 - `sampled` (Sampled MuZero, Hubert et al. 2021): PUCT over K sampled actions per node
   (`sampled.py`); the policy target is the visit distribution over the K root slots, returned
   with the K root actions themselves (`PolicyOutput.sampled_actions`).
+- `chance` (Stochastic MuZero, Antonoglou et al. 2022): PUCT at decision nodes, outcomes drawn
+  from the chance prior at chance nodes, visit-count policy target.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from typing import Literal
 import numpy as np
 
 from zeropipe.mcts.acting import select_action
-from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchRoots
+from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchOutput, SearchRoots
 from zeropipe.mcts.qtransform import root_completed_q
 from zeropipe.mcts.sampled import SampledSlots
 from zeropipe.mcts.search import run_search, search_params
-from zeropipe.mcts.selection import GUMBEL, LOW_LOGIT
+from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT
 
 # collect: exploration noise and a sampled action; eval: no noise, the greedy action;
 # reanalyze: fresh policy targets for stored states (noise as in collect; the action is unused).
@@ -106,6 +108,40 @@ def puct_policy(
     samples visits^(1/T) with ε-greedy on top (app. D), eval takes the most visited action.
     """
     result = run_search(roots, recurrent_fn, cfg, rng, add_noise=acting.mode != "eval")
+    return _visit_policy(result, roots, rng, acting)
+
+
+def chance_policy(
+    roots: SearchRoots,
+    recurrent_fn: RecurrentFn,
+    cfg: SearchConfig,
+    rng: np.random.Generator,
+    acting: ActingParams,
+) -> PolicyOutput:
+    """Stochastic MuZero (Antonoglou et al. 2022): `puct_policy` over a tree with chance nodes.
+
+    Decision nodes use PUCT, chance nodes draw their outcome from the model's chance prior with a
+    seed taken from `rng` (so eval, whose generator is seeded identically, is reproducible);
+    `recurrent_fn` takes the per-row expansion kind (see `run_search`). Reanalysis calls this
+    same policy, so reanalysed targets come from the chance search too (LightZero falls back to
+    its plain PUCT reanalysis there).
+    """
+    result = run_search(
+        roots,
+        recurrent_fn,
+        cfg,
+        rng,
+        add_noise=acting.mode != "eval",
+        rule=CHANCE,
+        chance_space_size=cfg.chance_space_size,
+    )
+    return _visit_policy(result, roots, rng, acting)
+
+
+def _visit_policy(
+    result: SearchOutput, roots: SearchRoots, rng: np.random.Generator, acting: ActingParams
+) -> PolicyOutput:
+    """Visit-count target; collect samples visits^(1/T) with ε-greedy, eval/reanalyze argmax."""
     counts = result.visit_counts
     if acting.mode == "collect":
         action = select_action(
@@ -257,6 +293,7 @@ SEARCH_POLICIES: dict[str, SearchPolicy] = {
     "puct": puct_policy,
     "gumbel": gumbel_policy,
     "sampled": sampled_policy,
+    "chance": chance_policy,
 }
 
 

@@ -5,7 +5,7 @@ nodes per tree (num_simulations + 1) and A the actions. All per-node work runs i
 kernels of `selection.py` and `backup.py`, entered once per simulation through `simulate.py`;
 this module only moves batched arrays between them, the model, and the latent store. Variants
 reuse this loop with another rule code (another descent in `selection.py`) rather than copy it:
-PUCT (MuZero) and Gumbel today, sampled actions and chance nodes later. The root follows
+PUCT (MuZero), Gumbel and chance nodes (Stochastic MuZero, `chance.py`) today. The root follows
 LightZero: one visit, value sum 0, so its reported value is W / (n + 1) after n simulations.
 """
 
@@ -24,8 +24,8 @@ from zeropipe.mcts.contract import (
 from zeropipe.mcts.halving import root_considered_visits
 from zeropipe.mcts.noise import root_prior
 from zeropipe.mcts.sampled import SampledSlots
-from zeropipe.mcts.selection import GUMBEL, PUCT, SearchParams
-from zeropipe.mcts.simulate import simulation_step
+from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT, PUCT, SearchParams
+from zeropipe.mcts.simulate import chance_simulation_step, simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
 
 
@@ -39,6 +39,7 @@ def run_search(
     rule: int = PUCT,
     gumbel: np.ndarray | None = None,
     slots: SampledSlots | None = None,
+    chance_space_size: int = 0,
 ) -> SearchOutput:
     """Runs a batched search from B roots (MuZero PUCT unless another rule code is given).
 
@@ -57,13 +58,19 @@ def run_search(
         slots: sampled search: the tree is searched over K action slots per node, sampled
             from each node's policy; the model steps with the slots' real actions, and the
             output's A axis is the root's K slots (`slots.root_actions()` names them).
+        chance_space_size: C, the chance outcomes of a chance node (CHANCE rule, >= 1). The
+            tree is then max(A, C) wide, `recurrent_fn` is called as
+            `recurrent_fn(latents, codes, from_chance)` with [B] bool `from_chance` (True: the
+            row expands a state from an afterstate and a chance code; False: an afterstate from
+            a state and an action) and returns max(A, C)-wide logits (policy or chance prior,
+            padded with a very low logit), and a seed of the chance draws is taken from `rng`.
 
     Returns:
         Root visit counts, root value, root Q values and the tree.
 
     Raises:
-        ValueError: if the root arrays disagree in shape, a row has no legal action, or the
-            GUMBEL rule comes without its noise.
+        ValueError: if the root arrays disagree in shape, a row has no legal action, the
+            GUMBEL rule comes without its noise or the CHANCE rule without its outcome count.
     """
     if slots is not None:
         _check_roots(roots)
@@ -71,9 +78,18 @@ def run_search(
     batch_size, num_actions = _check_roots(roots)
     if rule == GUMBEL and gumbel is None:
         raise ValueError("run_search: the GUMBEL rule needs the root Gumbel noise `gumbel`")
+    if rule == CHANCE:
+        if chance_space_size < 1:
+            raise ValueError(
+                f"run_search: CHANCE needs chance_space_size >= 1, got {chance_space_size}"
+            )
+        roots = pad_roots(roots, max(num_actions, chance_space_size))
     num_simulations = cfg.num_simulations
-    tree = allocate_tree(batch_size, num_simulations + 1, num_actions)
+    tree = allocate_tree(batch_size, num_simulations + 1, roots.action_mask.shape[1])
     _init_roots(tree, roots, cfg, rng if add_noise else None, gumbel)
+    if rule == CHANCE:
+        tree.node_width[:] = num_actions
+        tree.chance_seed[0] = rng.integers(2**63, dtype=np.uint64)
     params = search_params(cfg)
     latent = roots.latent.detach()
     # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
@@ -83,16 +99,24 @@ def run_search(
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
     _advance(tree, params, rule, ROOT_INDEX, None, True, parents, actions)
+    rows = np.arange(batch_size)
     for sim in range(num_simulations):
         parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
+        parent_latents = store[parent_nodes, batch_index]
         # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
-        model_actions = actions.copy() if slots is None else slots.real_actions(parents, actions)
-        step = recurrent_fn(store[parent_nodes, batch_index], model_actions)
-        if slots is not None:
+        if rule == CHANCE:
+            from_chance = tree.node_is_chance[rows, parents]  # [B]
+            tree.node_is_chance[:, sim + 1] = ~from_chance
+            tree.node_width[:, sim + 1] = np.where(from_chance, num_actions, chance_space_size)
+            step = recurrent_fn(parent_latents, actions.copy(), from_chance)
+        elif slots is not None:
+            step = recurrent_fn(parent_latents, slots.real_actions(parents, actions))
             step = slots.expand(sim + 1, step)
+        else:
+            step = recurrent_fn(parent_latents, actions.copy())
         store[sim + 1] = step.latent.detach()
         _advance(tree, params, rule, sim + 1, step, sim + 1 < num_simulations, parents, actions)
-    return _root_output(tree, cfg.discount)
+    return _root_output(tree, cfg.discount, num_actions, rule == CHANCE)
 
 
 def search_params(cfg: SearchConfig) -> SearchParams:
@@ -181,7 +205,8 @@ def _advance(
         logits = _as_array(
             step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
         )
-    simulation_step(
+    step_kernel = chance_simulation_step if rule == CHANCE else simulation_step
+    step_kernel(
         leaf,
         rewards,
         values,
@@ -203,10 +228,28 @@ def _as_array(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarr
     return array
 
 
-def _root_output(tree: Tree, discount: float) -> SearchOutput:
-    """Collects the root statistics of every tree; the root value is W / (n + 1) (LightZero)."""
-    visits = tree.children_visits[:, ROOT_INDEX].copy()  # [B, A]
-    q = tree.children_reward[:, ROOT_INDEX] + discount * tree.children_value[:, ROOT_INDEX]
+def pad_roots(roots: SearchRoots, width: int) -> SearchRoots:
+    """`roots` with `width` columns: padded logits LOW_LOGIT, padded actions illegal."""
+    batch_size, num_actions = roots.policy_logits.shape
+    if width == num_actions:
+        return roots
+    logits = np.full((batch_size, width), LOW_LOGIT, dtype=np.float32)
+    logits[:, :num_actions] = roots.policy_logits
+    mask = np.zeros((batch_size, width), dtype=np.bool_)
+    mask[:, :num_actions] = roots.action_mask
+    return SearchRoots(roots.latent, roots.value, logits, mask)
+
+
+def _root_output(tree: Tree, discount: float, num_actions: int, chance: bool) -> SearchOutput:
+    """Collects the root statistics of every tree; the root value is W / (n + 1) (LightZero).
+
+    The root's children are its first `num_actions`; under the CHANCE rule they are afterstates,
+    whose Q is their value.
+    """
+    visits = tree.children_visits[:, ROOT_INDEX, :num_actions].copy()  # [B, A]
+    value = tree.children_value[:, ROOT_INDEX, :num_actions]
+    reward = tree.children_reward[:, ROOT_INDEX, :num_actions]
+    q = value if chance else reward + discount * value
     root = tree.node_value_sum[:, ROOT_INDEX] / tree.node_visits[:, ROOT_INDEX]
     return SearchOutput(
         visit_counts=visits,

@@ -38,6 +38,9 @@ PUCT = 0  # MuZero appendix B, LightZero's C++ semantics, at every node
 # Danihelka et al. 2022: sequential halving over g + logits + σ(completed Q) at the root, the
 # improved policy minus the visit share (paper eq. 14) below it.
 GUMBEL = 1
+# Antonoglou et al. 2022 (Stochastic MuZero): PUCT at decision nodes, an outcome drawn from the
+# prior at chance nodes; its descent lives in `chance.py` and is dispatched by `simulate.py`.
+CHANCE = 2
 
 # mctx's floor for g + logits + σ(q), so that a zero prior (log 0 = -inf) still compares.
 LOW_LOGIT = -1e9

@@ -7,8 +7,9 @@ a `Tree` inside the kernel) because numba types plain arrays on a C fast path bu
 argument in Python: ~1 µs against ~3 µs per call, a large share of a B = 8 simulation.
 
 numba's on-disk cache (`cache=True`) keys each function by its own file only: the cached
-`simulation_step` embeds the code of `traverse_batch`, `expand_and_backup_batch` and what they
-inline from `selection.py`, `backup.py` and `qtransform.py`, and is not invalidated when only
+`simulation_step` embeds the code of `traverse_batch`, `traverse_chance_batch`,
+`expand_and_backup_batch` and what they inline from `selection.py`, `chance.py`, `backup.py` and
+`qtransform.py`, and is not invalidated when only
 those files change (numba documents this limit). After editing them, delete the `*.nbi` / `*.nbc`
 files under `src/zeropipe/mcts/__pycache__/` (or touch this file), or the old kernels run.
 
@@ -23,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.backup import expand_and_backup_batch
+from zeropipe.mcts.chance import chance_expand_and_backup_batch, traverse_chance_batch
 from zeropipe.mcts.selection import SearchParams, traverse_batch
 from zeropipe.mcts.tree import ROOT_INDEX, Tree
 
@@ -60,3 +62,28 @@ def simulation_step(
         expand_and_backup_batch(tree, params, leaf, parents, actions, rewards, values, logits)
     if traverse:
         traverse_batch(tree, params, rule, parents, actions)
+
+
+@njit(cache=True, error_model="numpy")
+def chance_simulation_step(
+    leaf: int,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    logits: np.ndarray,
+    params: SearchParams,
+    rule: int,
+    traverse: bool,
+    parents: np.ndarray,
+    actions: np.ndarray,
+    *tree_fields: np.ndarray,
+) -> None:
+    """`simulation_step` for the CHANCE rule (`rule` is unused): a kernel of its own, because a
+    second descent or backup inside `simulation_step` slows the PUCT one (see `selection.py` on
+    numba's refcount pruning; a chance branch in the PUCT backup measured 3x slower)."""
+    tree = Tree(*tree_fields)
+    if leaf != ROOT_INDEX:
+        chance_expand_and_backup_batch(
+            tree, params, leaf, parents, actions, rewards, values, logits
+        )
+    if traverse:
+        traverse_chance_batch(tree, params, parents, actions)

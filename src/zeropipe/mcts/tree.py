@@ -2,11 +2,11 @@
 
 Runs in: any. B denotes the batch of roots, N = num_simulations + 1 the nodes per root and A the
 actions. Node 0 is the root; the leaf expanded by simulation s is node s + 1, so a node index also
-addresses the latent store of the search. Every variant shares one layout: the Gumbel fields
-(raw network values, root Gumbel noise, the sequential-halving schedule) are allocated for PUCT
-too, where they stay unread. The tree is a NamedTuple so that the numba kernels in
-`selection.py` and `backup.py` take it as one argument and read its fields by name; the arrays are
-mutated in place, the tuple itself never changes.
+addresses the latent store of the search. Every variant shares one layout: the Gumbel fields (raw
+network values, root Gumbel noise, the sequential-halving schedule) and the chance fields (node
+kinds and widths, the outcome seed) are allocated for PUCT too, where they stay unread. The tree is
+a NamedTuple so that the numba kernels in `selection.py` and `backup.py` take it as one argument and
+read its fields by name; the arrays are mutated in place, the tuple itself never changes.
 """
 
 from __future__ import annotations
@@ -43,6 +43,12 @@ class Tree(NamedTuple):
         root_gumbel: [B, A] float32 Gumbel noise g of each root action (Gumbel root rule).
         root_considered: [B, S] int32 visit count that the root action chosen at simulation
             index s must have (sequential halving; S = N - 1 simulations).
+        node_is_chance: [B, N] bool whether each node is a chance node (an afterstate; the CHANCE
+            rule only). The edge into a chance node has reward 0 and no discount: its Q is the
+            afterstate's value (Antonoglou et al. 2022).
+        node_width: [B, N] int32 children of each node that exist (the CHANCE rule: A at a
+            decision node, the chance space size at a chance node; A everywhere otherwise).
+        chance_seed: [1] uint64 seed of the chance outcomes drawn in the descent (CHANCE rule).
     """
 
     children_index: np.ndarray
@@ -60,6 +66,9 @@ class Tree(NamedTuple):
     node_raw_value: np.ndarray
     root_gumbel: np.ndarray
     root_considered: np.ndarray
+    node_is_chance: np.ndarray
+    node_width: np.ndarray
+    chance_seed: np.ndarray
 
 
 def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
@@ -90,4 +99,7 @@ def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
         node_raw_value=np.zeros((batch_size, num_nodes), dtype=np.float32),
         root_gumbel=np.zeros((batch_size, num_actions), dtype=np.float32),
         root_considered=np.zeros((batch_size, num_nodes - 1), dtype=np.int32),
+        node_is_chance=np.zeros((batch_size, num_nodes), dtype=np.bool_),
+        node_width=np.full((batch_size, num_nodes), num_actions, dtype=np.int32),
+        chance_seed=np.zeros(1, dtype=np.uint64),
     )

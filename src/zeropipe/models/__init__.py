@@ -12,6 +12,7 @@ from zeropipe.models.history_network import HistoryLayout, HistoryNetwork
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.protocol import Network
 from zeropipe.models.root_context import RootContexts, RootContextStats
+from zeropipe.models.stochastic import StochasticMuZeroNetwork
 from zeropipe.models.support import (
     DiscreteSupport,
     inverse_scalar_transform,
@@ -34,6 +35,7 @@ __all__ = [
     "RootContextStats",
     "RootContexts",
     "SequenceOutput",
+    "StochasticMuZeroNetwork",
     "UniZeroNetwork",
     "Window",
     "WindowLayout",

@@ -33,10 +33,11 @@ def one_hot_actions(action: Tensor, action_space_size: int, dtype: torch.dtype) 
     return codes.scatter_(1, index, 1.0)
 
 
-def action_codes(action: Tensor, size: int, continuous: bool, dtype: torch.dtype) -> Tensor:
-    """The dynamics' action input: one-hot rows [B, A] of int64 indices [B], or continuous
-    actions [B, D] cast to `dtype`."""
-    if continuous:
+def action_codes(action: Tensor, size: int, dtype: torch.dtype) -> Tensor:
+    """The dynamics' action input: one-hot rows [B, A] of int64 indices [B], or float codes used
+    as given, reshaped to [B, size] (continuous actions [B, D]; Stochastic MuZero's
+    straight-through chance code [B, C], which carries gradients to its encoder)."""
+    if action.is_floating_point():
         return action.reshape(action.shape[0], size).to(dtype)
     return one_hot_actions(action, size, dtype)
 
@@ -65,8 +66,8 @@ class VectorDynamics(nn.Module):
         self.out_norm = norm_1d(latent_dim, cfg.norm_type)
 
     def forward(self, latent: Tensor, action: Tensor) -> Tensor:
-        """latent [B, E], action [B] int64 (or [B, D] float) -> next latent [B, E]."""
-        codes = action_codes(action, self.action_space_size, self.continuous, latent.dtype)
+        """latent [B, E], action [B] int64 (or float [B, D] / codes [B, A]) -> latent [B, E]."""
+        codes = action_codes(action, self.action_space_size, latent.dtype)  # [B, A]
         x = self.out_norm(self.out(self.body(torch.cat((latent, codes), dim=1))))
         return (x + latent).relu_()
 
@@ -93,9 +94,9 @@ class ConvDynamics(nn.Module):
         self.blocks = res_stack(channels, cfg.num_res_blocks, cfg.norm_type)
 
     def forward(self, latent: Tensor, action: Tensor) -> Tensor:
-        """latent [B, C, H, W], action [B] -> next latent [B, C, H, W]."""
+        """latent [B, C, H, W], action [B] (or float codes [B, A]) -> next latent [B, C, H, W]."""
         batch, _, height, width = latent.shape
-        codes = one_hot_actions(action, self.action_space_size, latent.dtype)  # [B, A]
+        codes = action_codes(action, self.action_space_size, latent.dtype)  # [B, A]
         planes = codes[:, :, None, None].expand(batch, self.action_space_size, height, width)
         x = self.norm(self.conv(torch.cat((latent, planes), dim=1)))  # [B, C, H, W]
         return self.blocks((x + latent).relu_())

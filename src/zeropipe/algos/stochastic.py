@@ -1,0 +1,112 @@
+"""The stochastic_muzero family (Antonoglou et al. 2022): afterstates, chance codes, chance nodes.
+
+Runs in: any (network building and acting state in every process; the loss in the driver). The
+loss unrolls K steps as MuZero's, each step through an afterstate: φ(s_k, a_k) → as_k, ψ(as_k) →
+(Q, σ), e(o_k, o_{k+1}) → c_k (straight-through one-hot), g(as_k, c_k) → (s_{k+1}, r_k), f(s_{k+1}).
+Extra terms, per LightZero §1.2.7: afterstate policy CE(σ, c_k detached), afterstate value
+CE(Q, value target k), commitment ||c_k − e||² (detached code). Unlike the reference, the code
+enters g with its straight-through gradient, so the encoder learns from the model's losses (the
+paper's estimator) rather than from the commitment term alone. The environment's true chance
+label is not used (no per-transition chance field in the buffer yet).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.muzero import MuZeroFamily, loss_weights
+from zeropipe.config import PolicyConfig
+from zeropipe.models import Network, StochasticMuZeroNetwork, logits_to_scalar, scalar_to_two_hot
+
+
+class StochasticFamily(MuZeroFamily):
+    """Stochastic MuZero's network, its K-step loss with the chance terms, context-free roots."""
+
+    def build_network(
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+    ) -> StochasticMuZeroNetwork:
+        """StochasticMuZeroNetwork with `policy.stochastic.chance_space_size` codes."""
+        return StochasticMuZeroNetwork(
+            input_shape,
+            num_actions,
+            cfg.stochastic.chance_space_size,
+            cfg.model,
+            with_projection=cfg.ssl_loss_weight > 0,
+        )
+
+    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+        """The chance encoder reads every pair of consecutive observations."""
+        return True
+
+    def loss(
+        self,
+        net: Network,
+        target_net: Network,
+        inputs: UnrollInputs,
+        cfg: PolicyConfig,
+        train_iter: int,
+    ) -> UnrollLoss:
+        """`stochastic_unroll_loss` with the config's weights."""
+        return stochastic_unroll_loss(net, inputs, cfg)
+
+
+def stochastic_unroll_loss(
+    net: StochasticMuZeroNetwork, inp: UnrollInputs, cfg: PolicyConfig
+) -> UnrollLoss:
+    """Per-sample loss of K steps through afterstates (see the module docstring).
+
+    As `losses.unroll_loss`: step terms are scaled by 1/K, the latent's gradient is halved at
+    the entry of each step, and masks drop steps past the stored data.
+    """
+    w, sw = loss_weights(cfg), cfg.stochastic
+    k_steps = inp.actions.shape[1]
+    value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
+    reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
+    out = net.initial_inference(inp.root_obs)
+    root_value = logits_to_scalar(out.value_logits.detach(), net.value_support)
+    terms = _prediction(out, inp, value_cat, 0)
+    for name in ("reward_loss", "afterstate_policy_loss", "afterstate_value_loss"):
+        terms[name] = torch.zeros_like(root_value)
+    terms["commitment_loss"] = torch.zeros_like(root_value)
+    latent = out.latent
+    for k in range(k_steps):
+        latent = latent * 0.5 + latent.detach() * 0.5
+        after = net.afterstate_inference(latent, inp.actions[:, k])
+        encoding, code = net.chance_code(inp.obs_seq[:, k], inp.obs_seq[:, k + 1])  # [B, C]
+        out = net.chance_inference(after.latent, code)
+        latent = out.latent
+        mask = inp.reward_mask[:, k]
+        step = _prediction(out, inp, value_cat, k + 1)
+        step["reward_loss"] = cross_entropy(out.reward_logits, reward_cat[:, k]) * mask
+        step["afterstate_policy_loss"] = cross_entropy(after.policy_logits, code.detach()) * mask
+        step["afterstate_value_loss"] = (
+            cross_entropy(after.value_logits, value_cat[:, k]) * inp.value_mask[:, k]
+        )
+        step["commitment_loss"] = ((code.detach() - encoding) ** 2).sum(dim=-1) * mask
+        for name, term in step.items():
+            terms[name] = terms[name] + term / k_steps
+    per_sample = (
+        w.policy * terms["policy_loss"]
+        + w.value * terms["value_loss"]
+        + w.reward * terms["reward_loss"]
+        - w.entropy * terms["entropy"]
+        + sw.afterstate_policy_loss_weight * terms["afterstate_policy_loss"]
+        + sw.afterstate_value_loss_weight * terms["afterstate_value_loss"]
+        + sw.commitment_loss_weight * terms["commitment_loss"]
+    )
+    means = {name: t.detach().mean() for name, t in terms.items()}
+    return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def _prediction(out, inp: UnrollInputs, value_cat: torch.Tensor, k: int) -> dict[str, torch.Tensor]:
+    """Policy, value and entropy terms of unroll step k ([B] each, masked)."""
+    policy_mask = inp.policy_mask[:, k]
+    return {
+        "policy_loss": cross_entropy(out.policy_logits, inp.policy_target[:, k]) * policy_mask,
+        "value_loss": cross_entropy(out.value_logits, value_cat[:, k]) * inp.value_mask[:, k],
+        "entropy": entropy(out.policy_logits) * policy_mask,
+    }
+
+
+STOCHASTIC = StochasticFamily()

@@ -1,0 +1,206 @@
+"""The stochastic_muzero family: straight-through chance codes, the K-step loss with its chance
+terms, chance-aware reanalysis, and reproducible evaluation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from tests.learner.factories import OBS, A, tiny_policy
+from tests.tiny import tiny_config
+from zeropipe.algos.acting import NetworkSearch, search_config
+from zeropipe.algos.losses import UnrollInputs
+from zeropipe.algos.registry import algorithm
+from zeropipe.algos.stochastic import STOCHASTIC, stochastic_unroll_loss
+from zeropipe.algos.targets import TargetComputer
+from zeropipe.mcts import ActingParams
+from zeropipe.pipeline.build import build_evaluator
+
+B, K, C = 3, 2, 3
+
+
+def _policy(**extra):
+    extra.setdefault("stochastic", {"chance_space_size": C})
+    return tiny_policy(type="stochastic_muzero", num_unroll_steps=K, **extra)
+
+
+def _net(seed: int = 0):
+    """A tiny stochastic network with every weight redrawn (zero-initialised heads would give
+    zero gradients and uniform priors)."""
+    torch.manual_seed(seed)
+    net = STOCHASTIC.build_network((OBS,), A, _policy())
+    with torch.no_grad():
+        for p in net.parameters():
+            torch.nn.init.normal_(p, std=0.3)
+    return net
+
+
+def _inputs(seed: int = 1) -> UnrollInputs:
+    g = torch.Generator().manual_seed(seed)
+    policy = torch.rand(B, K + 1, A, generator=g)
+    reward_mask, step_mask = torch.ones(B, K), torch.ones(B, K + 1)
+    reward_mask[0, 1:] = 0.0
+    step_mask[0, 2:] = 0.0
+    return UnrollInputs(
+        root_obs=torch.randn(B, OBS, generator=g),
+        actions=torch.randint(0, A, (B, K), generator=g),
+        value_target=torch.rand(B, K + 1, generator=g) * 8 - 4,
+        reward_target=torch.rand(B, K, generator=g) * 8 - 4,
+        policy_target=policy / policy.sum(-1, keepdim=True),
+        value_mask=step_mask,
+        reward_mask=reward_mask,
+        policy_mask=step_mask.clone(),
+        obs_seq=torch.randn(B, K + 1, OBS, generator=g),
+    )
+
+
+def _grad_norm(module: torch.nn.Module) -> float:
+    return sum(float(p.grad.abs().sum()) for p in module.parameters() if p.grad is not None)
+
+
+def test_the_straight_through_code_is_one_hot_and_carries_gradients_to_the_encoder():
+    net = _net()
+    net.train()
+    obs, next_obs = torch.randn(5, OBS), torch.randn(5, OBS)
+    probs, code = net.chance_code(obs, next_obs)
+    assert torch.equal(code.detach(), torch.nn.functional.one_hot(probs.argmax(-1), C).float())
+    afterstate = net.afterstate_inference(torch.rand(5, 16), torch.zeros(5, dtype=torch.long))
+    out = net.chance_inference(afterstate.latent.detach(), code)
+    out.value_logits.square().sum().backward()
+    assert _grad_norm(net.chance_encoder.body) > 0.0
+    net.zero_grad()
+    # Control: the same step fed the code's value alone leaves the encoder without gradient.
+    out = net.chance_inference(afterstate.latent.detach(), code.detach())
+    out.value_logits.square().sum().backward()
+    assert _grad_norm(net.chance_encoder) == 0.0
+
+
+def test_the_loss_reports_every_term_and_trains_every_module():
+    net = _net()
+    net.train()
+    loss = stochastic_unroll_loss(net, _inputs(), _policy())
+    assert loss.per_sample.shape == (B,) and torch.isfinite(loss.per_sample).all()
+    assert set(loss.terms) == {
+        "policy_loss",
+        "value_loss",
+        "reward_loss",
+        "entropy",
+        "afterstate_policy_loss",
+        "afterstate_value_loss",
+        "commitment_loss",
+    }
+    assert all(float(loss.terms[name]) > 0 for name in ("afterstate_value_loss", "reward_loss"))
+    loss.per_sample.sum().backward()
+    for module in (
+        net.representation,
+        net.afterstate_dynamics,
+        net.afterstate_prediction,
+        net.dynamics,
+        net.reward_head,
+        net.prediction,
+        net.chance_encoder,
+    ):
+        assert _grad_norm(module) > 0.0, module
+
+
+def test_masked_steps_do_not_read_their_observations_or_targets():
+    net = _net()
+    net.eval()  # LayerNorm and eval mode: samples are independent
+    inp = _inputs()
+    base = stochastic_unroll_loss(net, inp, _policy()).per_sample.detach()
+    obs_seq = inp.obs_seq.clone()
+    obs_seq[0, 2] += 5.0  # sample 0 has no transition 1: its next observation is never read
+    changed = stochastic_unroll_loss(
+        net, dataclasses.replace(inp, obs_seq=obs_seq), _policy()
+    ).per_sample.detach()
+    assert changed[0] == base[0]
+    obs_seq[1, 2] += 5.0  # sample 1 has it: the loss moves
+    moved = stochastic_unroll_loss(
+        net, dataclasses.replace(inp, obs_seq=obs_seq), _policy()
+    ).per_sample.detach()
+    assert moved[1] != base[1]
+
+
+def test_the_extra_weights_scale_their_terms():
+    net = _net()
+    net.eval()
+    inp = _inputs()
+    base = stochastic_unroll_loss(net, inp, _policy()).per_sample.detach()
+    heavier = _policy(stochastic={"chance_space_size": C, "commitment_loss_weight": 3.0})
+    loss = stochastic_unroll_loss(net, inp, heavier)
+    commitment = stochastic_unroll_loss(
+        net, inp, _policy(stochastic={"chance_space_size": C, "commitment_loss_weight": 0.0})
+    ).per_sample.detach()
+    np.testing.assert_allclose(
+        (loss.per_sample.detach() - commitment).numpy(),
+        (3.0 * (base - commitment)).numpy(),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+class _KindSpy:
+    """Wraps `search_step` and counts the rows of each expansion kind."""
+
+    def __init__(self, net):
+        self.afterstates = 0
+        self.states = 0
+        self.step = net.search_step
+
+    def __call__(self, latent, code, from_chance):
+        self.states += int(from_chance.sum())
+        self.afterstates += int((~from_chance).sum())
+        return self.step(latent, code, from_chance)
+
+
+def test_reanalysis_searches_with_chance_nodes(monkeypatch):
+    net = _net()
+    spy = _KindSpy(net)
+    monkeypatch.setattr(net, "search_step", spy)
+    cfg = _policy(num_simulations=12)
+    targets = TargetComputer(
+        net,
+        frame_ndim=1,
+        search_cfg=search_config(cfg, cfg.num_simulations),
+        policy=algorithm("stochastic_muzero").search_policy,
+        reanalyze_ratio=1.0,
+        seed=0,
+    )
+    frames = np.random.default_rng(0).normal(size=(6, 1, OBS)).astype(np.float32)
+    policy = targets.search_policy_targets(frames, np.ones((6, A), dtype=bool))
+    np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-6)
+    assert spy.afterstates > 0 and spy.states > 0
+    assert spy.afterstates + spy.states == 6 * 12
+
+
+def test_a_search_with_a_fixed_seed_is_reproducible_and_the_seed_matters():
+    net = _net()
+    cfg = _policy(num_simulations=30)
+    search = NetworkSearch(net, 1, algorithm("stochastic_muzero").search_policy)
+    frames = np.random.default_rng(3).normal(size=(8, 1, OBS)).astype(np.float32)
+    mask = np.ones((8, A), dtype=bool)
+    sc = search_config(cfg, cfg.num_simulations)
+    runs = [
+        search.search(frames, mask, sc, np.random.default_rng(seed), ActingParams("eval"))
+        for seed in (4, 4, 5)
+    ]
+    np.testing.assert_array_equal(runs[0].output.visit_counts, runs[1].output.visit_counts)
+    np.testing.assert_array_equal(runs[0].output.root_value, runs[1].output.root_value)
+    assert not np.array_equal(runs[0].output.root_value, runs[2].output.root_value)
+
+
+@pytest.mark.timeout(120)
+def test_evaluation_with_a_fixed_seed_is_reproducible(tmp_path):
+    cfg = tiny_config(tmp_path, type="stochastic_muzero")
+    evaluator = build_evaluator(cfg)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in evaluator.search.network.parameters():
+            torch.nn.init.normal_(p, std=0.3)
+    first, again = evaluator.evaluate(), evaluator.evaluate()
+    assert first.episode_returns == again.episode_returns
+    assert first.envsteps == again.envsteps
+    evaluator.close()
