@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 import torch
 
-from tests.learner.factories import OBS, A, tiny_network, tiny_policy
+from tests.learner.factories import random_unroll_inputs, tiny_network, tiny_policy
 from zeropipe.algos.losses import LossWeights, UnrollInputs, unroll_loss
 
 B, K = 3, 2
@@ -34,22 +34,7 @@ def ssl_net():
 
 
 def _inputs(seed: int = 1) -> UnrollInputs:
-    g = torch.Generator().manual_seed(seed)
-    policy = torch.rand(B, K + 1, A, generator=g)
-    reward_mask, step_mask = torch.ones(B, K), torch.ones(B, K + 1)
-    reward_mask[0, 1:] = 0.0
-    step_mask[0, 2:] = 0.0
-    return UnrollInputs(
-        root_obs=torch.randn(B, OBS, generator=g),
-        actions=torch.randint(0, A, (B, K), generator=g),
-        value_target=torch.rand(B, K + 1, generator=g) * 8 - 4,
-        reward_target=torch.rand(B, K, generator=g) * 8 - 4,
-        policy_target=policy / policy.sum(-1, keepdim=True),
-        value_mask=step_mask,
-        reward_mask=reward_mask,
-        policy_mask=step_mask.clone(),
-        obs_seq=torch.randn(B, K + 1, OBS, generator=g),
-    )
+    return random_unroll_inputs(B, K, seed)
 
 
 def _changed(inp: UnrollInputs, name: str, index: tuple, value=None) -> UnrollInputs:

@@ -11,6 +11,7 @@ import copy
 import numpy as np
 import torch
 
+from zeropipe.algos.losses import UnrollInputs
 from zeropipe.buffer import GameSegment, ReplayBatch, ReplayBuffer
 from zeropipe.config import ModelConfig, PolicyConfig
 from zeropipe.models import MuZeroNetwork
@@ -113,3 +114,25 @@ def parameters(net: torch.nn.Module) -> list[torch.Tensor]:
 def state(net: torch.nn.Module) -> dict[str, torch.Tensor]:
     """A deep copy of the network's state dict (parameters and buffers)."""
     return copy.deepcopy(net.state_dict())
+
+
+def random_unroll_inputs(batch: int, unroll_steps: int, seed: int = 1) -> UnrollInputs:
+    """Random targets for `batch` samples of `unroll_steps` steps over OBS-dim observations and A
+    actions; sample 0 has data for one action only (its later steps are masked)."""
+    g = torch.Generator().manual_seed(seed)
+    b, k = batch, unroll_steps
+    policy = torch.rand(b, k + 1, A, generator=g)
+    reward_mask, step_mask = torch.ones(b, k), torch.ones(b, k + 1)
+    reward_mask[0, 1:] = 0.0
+    step_mask[0, 2:] = 0.0
+    return UnrollInputs(
+        root_obs=torch.randn(b, OBS, generator=g),
+        actions=torch.randint(0, A, (b, k), generator=g),
+        value_target=torch.rand(b, k + 1, generator=g) * 8 - 4,
+        reward_target=torch.rand(b, k, generator=g) * 8 - 4,
+        policy_target=policy / policy.sum(-1, keepdim=True),
+        value_mask=step_mask,
+        reward_mask=reward_mask,
+        policy_mask=step_mask.clone(),
+        obs_seq=torch.randn(b, k + 1, OBS, generator=g),
+    )
