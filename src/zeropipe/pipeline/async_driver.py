@@ -23,7 +23,13 @@ import os
 import time
 from typing import Any
 
+# tensorboardX and torch._dynamo are imported with this module, not at first use: building the
+# learner imports torch._dynamo (the torch.optim constructor does, pulling sympy: ~2 s) and the run
+# directory imports tensorboardX. On the heavy thread those imports held the GIL in stretches of
+# 80-300 ms while the host's loop waited (issue 13); here the embedder pays them at import time.
+import tensorboardX  # noqa: F401
 import torch
+import torch._dynamo
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
