@@ -282,7 +282,7 @@ class AsyncPipelineConfig(_Strict):
         "process",
         description="Where the workers run: 'process' (worker processes on this machine, pipes, "
         "shared-memory snapshots) or 'ray' (Ray actors anywhere in a Ray cluster, weights in "
-        "Ray's object store; needs the ray extra: pip install -e \".[ray]\").",
+        'Ray\'s object store; needs the ray extra: pip install -e ".[ray]").',
     )
     ray_address: str | None = Field(
         None,
