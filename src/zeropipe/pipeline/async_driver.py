@@ -1,18 +1,21 @@
-"""The async segment pipeline: one driver coroutine, collector and evaluator processes beside it.
+"""The async segment pipeline: one driver coroutine, collector and evaluator workers beside it.
 
 Runs in: driver (one asyncio event loop; uvloop when the CLI picks it). The driver owns the learner
 and the replay buffer and is their only mutator (DESIGN §1). Its loop follows the reference driver
 rule by rule (DESIGN §5, lightzero_facts §0.4): collect results → push + evict → one train budget
 per collect; learner steps in chunks of `max_train_chunk_steps`, yielding to messages between
 steps; snapshots published by the weight-sync rule; backpressure on the budget queue only once the
-buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations.
+buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations. The workers
+and the published weights are the configured backend's (backend.py: processes + shared memory, or
+Ray actors + Ray's object store).
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
 `asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
 before waiting for the workers, so a second Ctrl-C during that wait cannot skip it), stops its
-workers and unlinks its shared memory before re-raising. Its heavy work runs on one dedicated
-thread that it awaits (heavy_thread.py), so the loop it shares stays responsive; `zeropipe.start`
-(embed.py) wraps it with an event stream, a status and an optional status endpoint.
+workers and frees its published weights (shared memory, Ray objects) before re-raising. Its heavy
+work runs on one dedicated thread that it awaits (heavy_thread.py), so the loop it shares stays
+responsive; `zeropipe.start` (embed.py) wraps it with an event stream, a status and an optional
+status endpoint.
 """
 
 from __future__ import annotations
