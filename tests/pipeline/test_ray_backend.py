@@ -59,9 +59,11 @@ async def test_a_short_ray_run_learns_on_actors_with_one_put_per_version(tmp_pat
 
 
 @pytest.mark.timeout(300)
-async def test_a_killed_collector_actor_is_restarted_and_the_run_reaches_its_stop(tmp_path):
+async def test_a_killed_collector_actor_is_restarted_and_the_run_stops_by_its_rule(
+    tmp_path, caplog
+):
     run = tmp_path / "run"
-    cfg = ray_config(run)
+    cfg = ray_config(run, ray_local_mode=True)  # Ray 2.60 has none: a private Ray, said so
     cfg.max_env_step = 600
     driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
     try:
@@ -77,6 +79,7 @@ async def test_a_killed_collector_actor_is_restarted_and_the_run_reaches_its_sto
             with pytest.raises(asyncio.CancelledError):
                 await driver
     assert summary.stop_reason == "max_env_step"
+    assert "has no local mode" in caplog.text
     log = events(run)
     (restart,) = [e for e in log if e["event"] == "restart"]
     assert restart["worker"] == "collector-0" and restart["generation"] == 1

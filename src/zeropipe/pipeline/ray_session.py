@@ -57,6 +57,12 @@ class RaySession:
             "configure_logging": False,  # leave the application's logging alone
             "log_to_driver": True,  # worker logs on the driver's console, as with processes
         }
+        if self.ap.ray_local_mode:
+            log.warning(
+                "ray_local_mode: Ray %s has no local mode (ray.init(local_mode=True) is gone); "
+                "running the actors in a private single-node Ray on this machine instead",
+                ray.__version__,
+            )
         if self.ap.ray_address:
             context = ray.init(address=self.ap.ray_address, **kwargs)
         else:
