@@ -158,3 +158,40 @@ async def test_collectors_run_on_the_node_that_offers_their_resource(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+class _FakeObjectRef:
+    """Stands in for ray.put's ObjectRef in the store's lease rules (no Ray started)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def hex(self) -> str:
+        return f"{self.n:040x}"
+
+
+def test_the_weight_store_keeps_a_version_while_leased_and_only_then(monkeypatch):
+    import numpy as np
+
+    from zeropipe.transport import ParamLayout, SnapshotError
+
+    puts = []
+    monkeypatch.setattr(ray, "put", lambda obj: puts.append(obj) or _FakeObjectRef(len(puts)))
+    weights = {"w": np.zeros(3, np.float32)}
+    store = RayWeightStore(ParamLayout.from_state_dict(weights))
+    v1 = store.publish(1, weights)
+    assert store.publish(1, weights) == v1 and len(puts) == 1  # one put per version
+    store.acquire(v1)
+    v2 = store.publish(2, weights)
+    assert store.resident_versions == [1, 2]  # v1 is leased: kept
+    store.release(v1)
+    assert store.resident_versions == [2]  # unleased and not the latest: dropped
+    with pytest.raises(SnapshotError, match="no longer in the store"):
+        store.acquire(v1)
+    with pytest.raises(SnapshotError, match="without a matching acquire"):
+        store.release(v2)
+    with pytest.raises(SnapshotError, match="versions only increase"):
+        store.publish(1, weights)
+    store.close()
+    assert store.resident_versions == []
+    store.release(v2)  # after close: a no-op, as for the shared-memory publisher
