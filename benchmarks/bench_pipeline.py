@@ -1,14 +1,20 @@
-"""Async vs sync pipeline on the same config, each for the same wall-clock window.
+"""Async vs sync pipeline on the same config, each for the same wall-clock window; and the async
+pipeline on its two worker backends (`process`, `ray`) side by side.
 
-Both run through the real CLI in a subprocess (`stop_value` raised so neither stops early); after
-`window_s` seconds the run gets SIGINT, like Ctrl-C, and the figures are read from its
-metrics.jsonl: env steps and learner steps per second of the window, and async/sync ratios.
+Every row runs through the real CLI in a subprocess (`stop_value` raised so none stops early);
+after `window_s` seconds the run gets SIGINT, like Ctrl-C, and the figures are read from its
+metrics.jsonl: env steps and learner steps per second of the window, async/sync and ray/process
+ratios, and the mean cost of publishing one weights version (shared-memory copy for `process`,
+`ray.put` for `ray`). The window starts when the run directory exists, so it includes starting the
+workers (and, for `ray`, starting a private Ray); "steady env steps/s" counts from the first
+collect instead.
 For comparison (same 2-core machine, CartPole MuZero, 300 s each): LightZero's Ray async pipeline
 made 12.3 env steps/s against 14.4 for its sync pipeline, 0.86× (peer_figures.md).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -57,11 +63,20 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
     inside = [e for e in events if e["time_s"] <= window_s and e["event"] != "stop"]
     last = max(inside, key=lambda e: (e["envstep"], e["train_iter"]))
     evals = [e["reward_mean"] for e in inside if e["event"] == "eval"]
+    collects = [e for e in inside if e["event"] == "collect"]
+    publish_s = [e["publish_s"] for e in inside if e["event"] == "publish"]
+    first = collects[0] if collects else None
+    steady_s = window_s - first["time_s"] if first else 0.0
     return {
         "envstep": last["envstep"],
         "train_iter": max(e["train_iter"] for e in inside),
         "envstep_per_s": last["envstep"] / window_s,
+        "steady_envstep_per_s": (
+            (last["envstep"] - first["envstep"]) / steady_s if first and steady_s > 0 else 0.0
+        ),
+        "first_collect_s": first["time_s"] if first else None,
         "learner_steps_per_s": max(e["train_iter"] for e in inside) / window_s,
+        "publish_ms": 1e3 * sum(publish_s) / len(publish_s) if publish_s else None,
         "best_eval": max(evals) if evals else None,
     }
 
@@ -69,24 +84,36 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
 def bench_pipeline(
     config: str = "configs/cartpole_muzero.yaml", window_s: float = 60.0, collectors: int = 2
 ) -> dict[str, Any]:
-    """Sync then async, each for `window_s` seconds; returns both and the ratios."""
+    """Sync, async (process backend), then async on Ray (when installed), `window_s` s each.
+
+    Returns:
+        The rows by name, async/sync ratios and (with Ray) the ray/process ratio of env steps/s.
+    """
     rows = {}
     async_args = [
         "--async-pipeline",
         "--set",
         f"policy.async_pipeline.num_collector_actors={collectors}",
     ]
-    for name, extra in (("sync", ["--set", "exp_name=run"]), ("async", [*async_args])):
+    runs = [("sync", []), ("async", async_args)]
+    if importlib.util.find_spec("ray") is not None:
+        runs.append(("ray", [*async_args, "--set", "policy.async_pipeline.backend=ray"]))
+    for name, extra in runs:
         with tempfile.TemporaryDirectory() as tmp:
             rows[name] = _run(config, window_s, ["--set", "exp_name=run", *extra], Path(tmp))
     ratio = {
         key: rows["async"][key] / max(rows["sync"][key], 1e-9)
         for key in ("envstep_per_s", "learner_steps_per_s")
     }
+    if "ray" in rows:
+        ratio["ray_vs_process"] = rows["ray"]["envstep_per_s"] / max(
+            rows["async"]["envstep_per_s"], 1e-9
+        )
     return {
         "config": config,
         "window_s": window_s,
         "collectors": collectors,
+        "rows": rows,
         **rows,
         "ratio": ratio,
     }
@@ -96,17 +123,26 @@ def main() -> None:
     """Print the side-by-side table."""
     res = bench_pipeline()
     head = f"{res['config']}, {res['window_s']:.0f} s window each"
-    print(f"{head}, async with {res['collectors']} collectors")
-    print(f"{'pipeline':>9} {'env steps/s':>12} {'learner steps/s':>16} {'best eval':>10}")
-    for name in ("sync", "async"):
-        r = res[name]
+    print(f"{head}, async with {res['collectors']} collectors (ray: the async on Ray actors)")
+    print(
+        f"{'pipeline':>9} {'env steps/s':>12} {'learner steps/s':>16} {'best eval':>10} "
+        f"{'steady env steps/s':>19} {'1st collect s':>14} {'publish ms/version':>19}"
+    )
+    for name, r in res["rows"].items():
         best = "-" if r["best_eval"] is None else f"{r['best_eval']:.1f}"
-        print(f"{name:>9} {r['envstep_per_s']:>12.1f} {r['learner_steps_per_s']:>16.1f} {best:>10}")
+        first = "-" if r["first_collect_s"] is None else f"{r['first_collect_s']:.1f}"
+        publish = "-" if r["publish_ms"] is None else f"{r['publish_ms']:.2f}"
+        print(
+            f"{name:>9} {r['envstep_per_s']:>12.1f} {r['learner_steps_per_s']:>16.1f} {best:>10} "
+            f"{r['steady_envstep_per_s']:>19.1f} {first:>14} {publish:>19}"
+        )
     ratio = res["ratio"]
     print(
         f"{'async/sync':>9} {ratio['envstep_per_s']:>11.2f}× {ratio['learner_steps_per_s']:>15.2f}×"
         "   (LightZero Ray async/sync on this machine: 0.86× env steps/s)"
     )
+    if "ray_vs_process" in ratio:
+        print(f"{'ray/proc':>9} {ratio['ray_vs_process']:>11.2f}×   (env steps/s, same window)")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.leaks import shm_blocks
+from tests.leaks import ray_processes, shm_blocks
 
 
 @pytest.fixture
@@ -21,3 +22,18 @@ def no_leaks() -> Iterator[None]:
         proc.join(5)
     assert not alive, f"child processes left running: {alive}"
     assert not shm_blocks() - before, f"shared-memory blocks leaked: {shm_blocks() - before}"
+
+
+@pytest.fixture
+def no_ray_leaks() -> Iterator[set[int]]:
+    """Fail a test that leaves a Ray process running (raylet, GCS, a worker or actor).
+
+    Ray's processes exit shortly after `ray.shutdown()` returns, so the check waits for them up to
+    a hard deadline. Yields the pids that were running before the test.
+    """
+    before = ray_processes()
+    yield before
+    deadline = time.monotonic() + 30
+    while (left := ray_processes() - before) and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling for processes to exit, bounded by the deadline
+    assert not left, f"Ray processes left running: {sorted(left)}"

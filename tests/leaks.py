@@ -41,3 +41,28 @@ def _descends_from_us(pid: int) -> bool:
         if pid == me:
             return True
     return False
+
+
+def ray_processes() -> set[int]:
+    """Pids of live Ray processes on this machine (raylet, GCS, Ray workers and actors, agents).
+
+    Ray starts its processes in their own sessions, so a process-group check does not see them;
+    tests compare this set before and after a run instead (other sessions on a shared machine
+    do not run Ray).
+    """
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ")
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            continue  # exited, waiting to be reaped by its parent
+        if cmdline.startswith(b"ray::") or b"/site-packages/ray/" in cmdline:
+            pids.add(int(entry))
+    return pids

@@ -1,18 +1,21 @@
-"""The async segment pipeline: one driver coroutine, collector and evaluator processes beside it.
+"""The async segment pipeline: one driver coroutine, collector and evaluator workers beside it.
 
 Runs in: driver (one asyncio event loop; uvloop when the CLI picks it). The driver owns the learner
 and the replay buffer and is their only mutator (DESIGN §1). Its loop follows the reference driver
 rule by rule (DESIGN §5, lightzero_facts §0.4): collect results → push + evict → one train budget
 per collect; learner steps in chunks of `max_train_chunk_steps`, yielding to messages between
 steps; snapshots published by the weight-sync rule; backpressure on the budget queue only once the
-buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations.
+buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations. The workers
+and the published weights are the configured backend's (backend.py: processes + shared memory, or
+Ray actors + Ray's object store).
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
 `asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
 before waiting for the workers, so a second Ctrl-C during that wait cannot skip it), stops its
-workers and unlinks its shared memory before re-raising. Its heavy work runs on one dedicated
-thread that it awaits (heavy_thread.py), so the loop it shares stays responsive; `zeropipe.start`
-(embed.py) wraps it with an event stream, a status and an optional status endpoint.
+workers and frees its published weights (shared memory, Ray objects) before re-raising. Its heavy
+work runs on one dedicated thread that it awaits (heavy_thread.py), so the loop it shares stays
+responsive; `zeropipe.start` (embed.py) wraps it with an event stream, a status and an optional
+status endpoint.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import torch._dynamo
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
+from zeropipe.pipeline.backend import WeightStore, WorkerBackend, check_backend, open_backend
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.heavy_thread import HeavyThread
@@ -40,9 +44,8 @@ from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.status import RunMonitor
-from zeropipe.pipeline.supervisor import WorkerPool
 from zeropipe.pipeline.training import Trainer
-from zeropipe.transport import ParamLayout, SnapshotPublisher
+from zeropipe.transport import ParamLayout
 
 log = logging.getLogger("zeropipe.driver")
 
@@ -115,17 +118,8 @@ async def _drive(
     run = state.run
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
     layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
-    publisher = SnapshotPublisher(layout)
     inbox: asyncio.Queue = asyncio.Queue()
-    pool = WorkerPool(
-        cfg.model_dump(mode="json"),
-        layout,
-        ap.num_collector_actors,
-        ap.num_evaluator_actors,
-        ap.collector_num_cpus,
-        ap.evaluator_num_cpus,
-        inbox,
-    )
+    pool, publisher = open_backend(cfg, layout, inbox)
     if monitor is not None:
         monitor.board.worker_states = lambda: worker_states(pool)
     driver = AsyncRun(cfg, state, pool, publisher, inbox, progress, heavy)
@@ -162,7 +156,7 @@ def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | Non
     return state.final_checkpoint()
 
 
-def worker_states(pool: WorkerPool) -> dict[str, dict[str, Any]]:
+def worker_states(pool: WorkerBackend) -> dict[str, dict[str, Any]]:
     """Each worker's role, state (busy, idle, down), generation and restarts."""
     states = {}
     for w in pool.workers:
@@ -180,14 +174,11 @@ def check_async_options(cfg: ExperimentConfig) -> None:
     """Reject async settings this machine or build cannot honour, naming the field.
 
     Raises:
-        ConfigError: the Ray backend was asked for, or a GPU share without a CUDA device.
+        ConfigError: backend settings that cannot be honoured (backend.check_backend), or a
+            GPU share without a CUDA device.
     """
+    check_backend(cfg)
     ap = cfg.policy.async_pipeline
-    if ap.ray_local_mode:
-        raise ConfigError(
-            "policy.async_pipeline.ray_local_mode: the Ray backend is not part of this version "
-            "(workers are local processes); set it to false"
-        )
     for name in ("collector_num_gpus", "evaluator_num_gpus"):
         if getattr(ap, name) > 0 and not torch.cuda.is_available():
             raise ConfigError(
@@ -210,8 +201,8 @@ def learner_threads(cfg: ExperimentConfig) -> int:
     return max(1, (os.cpu_count() or 1) - workers)
 
 
-async def _shutdown(pool: WorkerPool, publisher: SnapshotPublisher, timeout_s: float) -> None:
-    """Stop the workers within `timeout_s`, then release every shared-memory block.
+async def _shutdown(pool: WorkerBackend, publisher: WeightStore, timeout_s: float) -> None:
+    """Stop the workers within `timeout_s`, then release every published weights version.
 
     A second cancellation while waiting falls through to the synchronous kill, so no worker and no
     block outlives the driver on any exit path.

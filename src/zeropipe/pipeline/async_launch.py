@@ -15,19 +15,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import should_eval, should_publish
-from zeropipe.pipeline.supervisor import WorkerHandle
 from zeropipe.pipeline.sync import collect_kwargs
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError
 
 if TYPE_CHECKING:
     from zeropipe.config import AsyncPipelineConfig, ExperimentConfig
+    from zeropipe.pipeline.backend import WeightStore, WorkerBackend
     from zeropipe.pipeline.heavy_thread import HeavyThread
     from zeropipe.pipeline.run_state import RunState
-    from zeropipe.pipeline.supervisor import WorkerPool
     from zeropipe.pipeline.training import Trainer
-    from zeropipe.transport import SnapshotPublisher
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,8 @@ class LaunchRules:
     ap: AsyncPipelineConfig
     state: RunState
     trainer: Trainer
-    pool: WorkerPool
-    publisher: SnapshotPublisher
+    pool: WorkerBackend
+    publisher: WeightStore
     heavy: HeavyThread
     request_ids: itertools.count
     last_published: int | None
@@ -125,7 +124,7 @@ class LaunchRules:
         handle.request = (request_id, ref)
         on_register(request_id)
         try:
-            await handle.endpoint.send(make(request_id))
+            await self.pool.submit(handle, make(request_id))
         except TransportError as exc:
             self._on_worker_gone(handle, exc)
             return None

@@ -5,7 +5,8 @@ priority and reanalysis write-back), segment decode and push, evals' best checkp
 `ckpt_latest` checkpoints — runs on the driver's one heavy thread (heavy_thread.py), one job at a
 time, each awaited: the loop yields between the learner steps of a chunk, and the buffer and
 learner are touched only by the driver (on that thread while a job runs, here between jobs).
-Launches and snapshots: async_launch.py.
+Launches and snapshots: async_launch.py. Workers and weights are reached through the backend seam
+(backend.py), so these rules hold for every backend.
 
 Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
 snapshot lease is released, an eval it was running is forgotten and the eval gate re-opens — and
@@ -23,17 +24,17 @@ import logging
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_launch import LaunchRules, PendingEval
+from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
-from zeropipe.pipeline.supervisor import RestartWindow, WorkerHandle, WorkerPool
+from zeropipe.pipeline.supervisor import RestartWindow
 from zeropipe.transport import (
     Bye,
     CollectResult,
     EvalResult,
     Message,
-    SnapshotPublisher,
     TransportError,
     WorkerError,
 )
@@ -50,8 +51,8 @@ class AsyncRun(LaunchRules):
         self,
         cfg: ExperimentConfig,
         state: RunState,
-        pool: WorkerPool,
-        publisher: SnapshotPublisher,
+        pool: WorkerBackend,
+        publisher: WeightStore,
         inbox: asyncio.Queue,
         progress: ProgressLine | None,
         heavy: HeavyThread,

@@ -1,7 +1,7 @@
 """build(cfg) → the components of a run: learner, replay buffer, collector, evaluator.
 
-Runs in: driver (and workers, for their network copies). Seeds follow the reference's layout:
-collector `seed + actor·1000`, evaluator `seed + 100000 + actor·1000`.
+Runs in: driver. The networks, collectors and evaluators are built by `workers/factory.py` (re-
+exported here), so that worker processes and Ray actors build theirs without importing pipeline/.
 """
 
 from __future__ import annotations
@@ -11,24 +11,30 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zeropipe.algos.observation import stacked_input_shape
-from zeropipe.algos.registry import algorithm_for
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvSpec, env_spec
 from zeropipe.learner.learner import Learner
-from zeropipe.workers.collector import Collector
-from zeropipe.workers.evaluator import Evaluator
+from zeropipe.workers.factory import (  # the actors are built below pipeline/ (workers build them)
+    ACTOR_SEED_STRIDE,
+    EVAL_SEED_OFFSET,
+    actor_device,
+    build_collector,
+    build_evaluator,
+    build_network,
+)
 
-EVAL_SEED_OFFSET = 100_000
-ACTOR_SEED_STRIDE = 1000
-
-
-def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
-    """A fresh network of the policy type's family for this config and env."""
-    shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
-    family = algorithm_for(cfg.policy).family
-    return family.build_network(shape, spec.action_space_size, cfg.policy)
+__all__ = [
+    "ACTOR_SEED_STRIDE",
+    "EVAL_SEED_OFFSET",
+    "Components",
+    "actor_device",
+    "build_collector",
+    "build_driver",
+    "build_evaluator",
+    "build_network",
+    "seed_everything",
+]
 
 
 def seed_everything(seed: int) -> None:
@@ -63,32 +69,3 @@ def build_driver(cfg: ExperimentConfig) -> Components:
         seed=cfg.seed,
     )
     return Components(spec=spec, learner=learner, buffer=buffer)
-
-
-def actor_device(cfg: ExperimentConfig, role: str, in_worker: bool) -> str:
-    """Device of a collector's or evaluator's network.
-
-    In the sync pipeline the actors live in the driver and share the learner's device; a worker
-    process uses the GPU only when its `*_num_gpus` share is positive.
-    """
-    if not in_worker:
-        return cfg.policy.device
-    ap = cfg.policy.async_pipeline
-    share = ap.collector_num_gpus if role == "collector" else ap.evaluator_num_gpus
-    return "cuda" if share > 0 else "cpu"
-
-
-def build_collector(cfg: ExperimentConfig, actor_id: int = 0, in_worker: bool = False) -> Collector:
-    """A collector with its own network copy."""
-    spec = env_spec(cfg.env)
-    device = actor_device(cfg, "collector", in_worker)
-    seed = cfg.seed + actor_id * ACTOR_SEED_STRIDE
-    return Collector(cfg, build_network(cfg, spec), seed, device)
-
-
-def build_evaluator(cfg: ExperimentConfig, actor_id: int = 0, in_worker: bool = False) -> Evaluator:
-    """An evaluator with its own network copy and fixed seeds."""
-    spec = env_spec(cfg.env)
-    device = actor_device(cfg, "evaluator", in_worker)
-    seed = cfg.seed + EVAL_SEED_OFFSET + actor_id * ACTOR_SEED_STRIDE
-    return Evaluator(cfg, build_network(cfg, spec), seed, device)

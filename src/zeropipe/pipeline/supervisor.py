@@ -1,4 +1,4 @@
-"""Worker supervision for the async pipeline: spawn, handshake, inbox, restart, shutdown.
+"""The `process` backend's supervision: spawn, handshake, inbox, restart, shutdown.
 
 Runs in: driver (on the event-loop thread). Each worker is a `spawn`ed process with one duplex
 pipe. A reader task per worker forwards its messages (or the error that ended its pipe) to one
@@ -23,20 +23,23 @@ import multiprocessing as mp
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from zeropipe.pipeline.backend import Role, WorkerHandle
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import (
+    CollectRequest,
     DriverEndpoint,
+    EvalRequest,
     Message,
     ParamLayout,
     Shutdown,
     SnapshotLayout,
-    SnapshotRef,
     TransportError,
+    WorkerGone,
 )
 from zeropipe.workers.process import (
     WorkerSpec,
@@ -47,7 +50,6 @@ from zeropipe.workers.process import (
 
 log = logging.getLogger("zeropipe.supervisor")
 
-Role = Literal["collector", "evaluator"]
 HELLO_TIMEOUT_S = 120.0  # a worker imports torch and builds its envs before saying hello
 _ROLE_KEYS = {"collector": 0, "evaluator": 1}
 
@@ -95,27 +97,13 @@ class RestartWindow:
 
 
 @dataclass
-class WorkerHandle:
+class ProcessHandle(WorkerHandle):
     """The driver's view of one worker process."""
 
-    role: Role
-    worker_id: int
     process: Any = None  # multiprocessing.Process
     endpoint: DriverEndpoint | None = None
     reader: asyncio.Task | None = None
     starting: asyncio.Task | None = None  # the handshake of a replacement, while it runs
-    ready: bool = False  # handshake done: the worker accepts requests
-    request: tuple[int, SnapshotRef] | None = None  # (request_id, leased snapshot) in flight
-    generation: int = 0  # spawns so far minus one; inbox items carry it
-    seed: int = 0  # the config seed of the current spawn
-    restarts: int = 0
-    busy_s: float = 0.0
-    started_at: float = field(default=0.0)
-
-    @property
-    def name(self) -> str:
-        """`collector-0`, `evaluator-1`, ..."""
-        return f"{self.role}-{self.worker_id}"
 
     @property
     def idle(self) -> bool:
@@ -124,7 +112,7 @@ class WorkerHandle:
 
 
 class WorkerPool:
-    """Spawns and supervises the collector and evaluator processes.
+    """The `process` backend: spawns and supervises the collector and evaluator processes.
 
     Args:
         config: the experiment config as plain data (`model_dump(mode="json")`).
@@ -149,12 +137,22 @@ class WorkerPool:
         self.threads = {"collector": collector_threads, "evaluator": evaluator_threads}
         self.inbox = inbox
         self.ctx = mp.get_context("spawn")
-        self.workers = [WorkerHandle("collector", i) for i in range(num_collectors)]
-        self.workers += [WorkerHandle("evaluator", i) for i in range(num_evaluators)]
+        self.workers = [ProcessHandle("collector", i) for i in range(num_collectors)]
+        self.workers += [ProcessHandle("evaluator", i) for i in range(num_evaluators)]
 
-    def of_role(self, role: Role) -> list[WorkerHandle]:
+    def of_role(self, role: Role) -> list[ProcessHandle]:
         """The handles of one role."""
         return [w for w in self.workers if w.role == role]
+
+    async def submit(self, handle: ProcessHandle, request: CollectRequest | EvalRequest) -> None:
+        """Send `request` down the worker's pipe; the reply arrives in the inbox.
+
+        Raises:
+            TransportError: the pipe is broken (the worker is gone).
+        """
+        if handle.endpoint is None:
+            raise WorkerGone(handle.name, "it has no pipe (it is being replaced)")
+        await handle.endpoint.send(request)
 
     async def start(self) -> None:
         """Spawn every worker and complete its handshake (concurrently)."""
@@ -162,7 +160,7 @@ class WorkerPool:
             self._spawn(handle)
         await asyncio.gather(*(self._handshake(h) for h in self.workers))
 
-    def restart(self, handle: WorkerHandle) -> None:
+    def restart(self, handle: ProcessHandle) -> None:
         """Replace a dead worker with a fresh process; returns before its handshake is done.
 
         The handle is not `idle` until the replacement said hello; a failed handshake arrives in
@@ -176,7 +174,7 @@ class WorkerPool:
             self._start_replacement(handle, handle.generation), name=f"{handle.name}-restart"
         )
 
-    async def _start_replacement(self, handle: WorkerHandle, generation: int) -> None:
+    async def _start_replacement(self, handle: ProcessHandle, generation: int) -> None:
         try:
             await self._handshake(handle)
         except WorkerFailed as exc:
@@ -185,7 +183,7 @@ class WorkerPool:
             if handle.starting is asyncio.current_task():
                 handle.starting = None
 
-    def _spawn(self, handle: WorkerHandle) -> None:
+    def _spawn(self, handle: ProcessHandle) -> None:
         parent, child = self.ctx.Pipe(duplex=True)
         handle.seed = spawn_seed(
             int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
@@ -206,7 +204,7 @@ class WorkerPool:
         handle.endpoint = DriverEndpoint(parent, handle.name)
         handle.request = None
 
-    async def _handshake(self, handle: WorkerHandle) -> None:
+    async def _handshake(self, handle: ProcessHandle) -> None:
         assert handle.endpoint is not None
         try:
             hello = await handle.endpoint.expect_hello(timeout=HELLO_TIMEOUT_S)
@@ -220,7 +218,7 @@ class WorkerPool:
             self._read_loop(handle, handle.generation), name=f"{handle.name}-reader"
         )
 
-    async def _read_loop(self, handle: WorkerHandle, generation: int) -> None:
+    async def _read_loop(self, handle: ProcessHandle, generation: int) -> None:
         endpoint = handle.endpoint
         assert endpoint is not None
         while True:
@@ -261,7 +259,7 @@ class WorkerPool:
         for handle in self.workers:
             self._reap(handle)
 
-    def _reap(self, handle: WorkerHandle) -> None:
+    def _reap(self, handle: ProcessHandle) -> None:
         handle.ready = False
         if handle.starting is not None:
             handle.starting.cancel()

@@ -1,7 +1,7 @@
 """The collector / evaluator worker process: entry point, request loop and process setup.
 
-Runs in: collector | evaluator (``worker_main``, ``serve``); driver (``WorkerSpec``,
-``worker_environment``).
+Runs in: collector | evaluator (``worker_main``, ``serve``); driver (``worker_environment``).
+The spec, the actor and the answers are ``request_server.py``'s, shared with the Ray backend.
 
 The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (DESIGN §4) and owns
 everything around it. The protocol, as the worker sees it::
@@ -26,20 +26,14 @@ import contextlib
 import logging
 import os
 import signal
-import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from zeropipe.transport import (
     Bye,
-    CollectRequest,
-    CollectResult,
     DriverGone,
-    EvalRequest,
-    EvalResult,
     Hello,
     Message,
     ParamLayout,
@@ -47,20 +41,29 @@ from zeropipe.transport import (
     Shutdown,
     SnapshotLayout,
     SnapshotReader,
-    SnapshotRef,
     WorkerEndpoint,
     WorkerError,
 )
-from zeropipe.workers.wire import segment_to_wire
+from zeropipe.workers.request_server import (
+    REQUEST_TYPES,
+    ROLES,
+    RequestServer,
+    Role,
+    WorkerSpec,
+    limit_torch_threads,
+    needs_reload,
+)
 
-if TYPE_CHECKING:
-    from zeropipe.config import ExperimentConfig
-    from zeropipe.workers.collector import Collector
-    from zeropipe.workers.evaluator import Evaluator
-
-Role = Literal["collector", "evaluator"]
-ROLES: tuple[Role, ...] = ("collector", "evaluator")
-_REQUEST_TYPES: dict[Role, type[Message]] = {"collector": CollectRequest, "evaluator": EvalRequest}
+__all__ = [
+    "ROLES",
+    "Role",
+    "WorkerSpec",
+    "applied_environment",
+    "needs_reload",
+    "serve",
+    "worker_environment",
+    "worker_main",
+]
 
 # Thread-pool sizes read once, when the library loads (numpy's BLAS, OpenMP, MKL, numba).
 _THREAD_ENV_VARS = (
@@ -71,43 +74,6 @@ _THREAD_ENV_VARS = (
     "NUMEXPR_NUM_THREADS",
     "NUMBA_NUM_THREADS",
 )
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """Everything a worker process needs, as plain picklable data (the ``spawn`` argument).
-
-    Attributes:
-        role: ``"collector"`` or ``"evaluator"``.
-        worker_id: Index of the worker within its role; also its actor id (seeds).
-        config: The experiment config as ``cfg.model_dump(mode="json")``.
-        num_threads: Torch intra-op threads of the worker.
-    """
-
-    role: Role
-    worker_id: int
-    config: dict[str, Any]
-    num_threads: int
-
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"WorkerSpec.role must be one of {ROLES}, got {self.role!r}")
-        if self.num_threads < 1:
-            raise ValueError(f"WorkerSpec.num_threads must be >= 1, got {self.num_threads}")
-
-    @classmethod
-    def from_config(cls, cfg: ExperimentConfig, role: Role, worker_id: int) -> WorkerSpec:
-        """The spec of worker ``worker_id`` of ``role``, with threads from ``async_pipeline``."""
-        pipeline = cfg.policy.async_pipeline
-        threads = (
-            pipeline.collector_num_cpus if role == "collector" else pipeline.evaluator_num_cpus
-        )
-        return cls(role, worker_id, cfg.model_dump(mode="json"), threads)
-
-    @property
-    def name(self) -> str:
-        """``"<role>-<worker_id>"``, the name used in logs and errors."""
-        return f"{self.role}-{self.worker_id}"
 
 
 def worker_environment(num_threads: int) -> dict[str, str]:
@@ -148,11 +114,6 @@ def applied_environment(variables: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def needs_reload(loaded_version: int | None, ref: SnapshotRef) -> bool:
-    """Whether a request naming ``ref`` must load weights first (None: nothing loaded yet)."""
-    return loaded_version is None or loaded_version != ref.version
-
-
 def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """Process target of a collector or evaluator worker (start method ``spawn``).
 
@@ -168,7 +129,7 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
             Returns normally (exit code 0) after ``Shutdown`` or when the driver closed the pipe.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
+    limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
     if not serve(WorkerEndpoint(conn), spec):
         raise SystemExit(1)
 
@@ -190,10 +151,10 @@ def serve(endpoint: WorkerEndpoint, spec: WorkerSpec) -> bool:
             endpoint.send(Hello.for_this_process(spec.worker_id, spec.role))
             reader = SnapshotReader(_expect_layout(endpoint.recv(), spec))
             cleanup.callback(_close_quietly, reader, spec, logger)
-            server = _RequestServer(spec, reader, logger)
+            server = RequestServer(spec, reader.read, logger)
             cleanup.callback(_close_quietly, server, spec, logger)
             logger.info("%s ready (pid %d)", spec.name, os.getpid())
-            server.serve(endpoint)
+            _serve_requests(endpoint, server)
         except DriverGone:
             logger.info("%s: the driver closed the pipe; exiting", spec.name)
         except Exception as exc:
@@ -211,94 +172,22 @@ def _close_quietly(resource: Any, spec: WorkerSpec, logger: logging.Logger) -> N
         logger.warning("%s: closing %s failed: %s", spec.name, type(resource).__name__, exc)
 
 
-class _RequestServer:
-    """Owns the role's Collector or Evaluator and answers requests with it."""
-
-    def __init__(self, spec: WorkerSpec, reader: SnapshotReader, logger: logging.Logger) -> None:
-        self.spec = spec
-        self.reader = reader
-        self.logger = logger
-        self.loaded_version: int | None = None
-        self.actor: Collector | Evaluator = _build_actor(spec)
-
-    def serve(self, endpoint: WorkerEndpoint) -> None:
-        """Answers requests until ``Shutdown`` (replies ``Bye``); errors propagate."""
-        while True:
-            msg = endpoint.recv()
-            if isinstance(msg, Shutdown):
-                endpoint.send(Bye(self.spec.worker_id))
-                self.logger.info("%s: shutdown requested; exiting", self.spec.name)
-                return
-            expected = _REQUEST_TYPES[self.spec.role]
-            if not isinstance(msg, expected):
-                raise ProtocolError(
-                    f"{self.spec.name} got a {msg.TYPE!r} message; {self.spec.role} workers "
-                    f"serve {expected.TYPE!r} and 'shutdown' only"
-                )
-            endpoint.send(self._answer(msg))
-
-    def _answer(self, request: CollectRequest | EvalRequest) -> CollectResult | EvalResult:
-        start = time.perf_counter()
-        self._load(request.snapshot)
-        if isinstance(request, CollectRequest):
-            reply: CollectResult | EvalResult = self._collect(request, start)
-        else:
-            reply = self._evaluate(request)
-        elapsed_s = time.perf_counter() - start
-        self.logger.debug(
-            "%s: %s %d took %.3f s", self.spec.name, request.TYPE, request.request_id, elapsed_s
-        )
-        return reply
-
-    def _collect(self, request: CollectRequest, start: float) -> CollectResult:
-        result = self.actor.collect(request.temperature, request.epsilon)
-        return CollectResult(
-            request_id=request.request_id,
-            worker_id=self.spec.worker_id,
-            policy_version=int(result.policy_version),  # the version _load just loaded
-            segments=[segment_to_wire(seg) for seg in result.segments],
-            envstep_delta=int(result.envstep_delta),
-            episode_returns=[float(r) for r in result.episode_returns],
-            duration_s=float(result.duration_s),
-            busy_s=time.perf_counter() - start,  # weight load (if any) + collect
-        )
-
-    def _evaluate(self, request: EvalRequest) -> EvalResult:
-        result = self.actor.evaluate()
-        return EvalResult(
-            request_id=request.request_id,
-            worker_id=self.spec.worker_id,
-            policy_version=int(result.policy_version),  # the version _load just loaded
-            reward_mean=float(result.reward_mean),
-            episode_returns=[float(r) for r in result.episode_returns],
-            duration_s=float(result.duration_s),
-        )
-
-    def _load(self, ref: SnapshotRef) -> None:
-        """Loads snapshot ``ref`` unless it is already loaded: only here, between requests."""
-        if not needs_reload(self.loaded_version, ref):
+def _serve_requests(endpoint: WorkerEndpoint, server: RequestServer) -> None:
+    """Answers requests until ``Shutdown`` (replies ``Bye``); errors propagate."""
+    spec = server.spec
+    while True:
+        msg = endpoint.recv()
+        if isinstance(msg, Shutdown):
+            endpoint.send(Bye(spec.worker_id))
+            server.logger.info("%s: shutdown requested; exiting", spec.name)
             return
-        import torch
-
-        arrays = self.reader.read(ref)  # fresh writable arrays: from_numpy needs no copy
-        self.actor.load_weights({k: torch.from_numpy(a) for k, a in arrays.items()}, ref.version)
-        self.loaded_version = ref.version
-        self.logger.debug("%s loaded snapshot version %d", self.spec.name, ref.version)
-
-    def close(self) -> None:
-        """Closes the envs."""
-        self.actor.close()
-
-
-def _build_actor(spec: WorkerSpec) -> Collector | Evaluator:
-    # Deferred: the driver imports this module for WorkerSpec without building anything, and
-    # pipeline.build imports the learner, which workers only need for its network builder.
-    from zeropipe.config import ExperimentConfig
-    from zeropipe.pipeline.build import build_collector, build_evaluator
-
-    cfg = ExperimentConfig.model_validate(spec.config)
-    build = build_collector if spec.role == "collector" else build_evaluator
-    return build(cfg, spec.worker_id, in_worker=True)
+        expected = REQUEST_TYPES[spec.role]
+        if not isinstance(msg, expected):
+            raise ProtocolError(
+                f"{spec.name} got a {msg.TYPE!r} message; {spec.role} workers "
+                f"serve {expected.TYPE!r} and 'shutdown' only"
+            )
+        endpoint.send(server.answer(msg))  # type: ignore[arg-type]
 
 
 def _expect_layout(msg: Message, spec: WorkerSpec) -> ParamLayout:
@@ -307,16 +196,6 @@ def _expect_layout(msg: Message, spec: WorkerSpec) -> ParamLayout:
             f"{spec.name}: the driver's first message must be 'snapshot_layout', got {msg.TYPE!r}"
         )
     return msg.layout
-
-
-def _limit_torch_threads(num_threads: int, logger: logging.Logger) -> None:
-    import torch
-
-    torch.set_num_threads(num_threads)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:  # already set, or parallel work already ran in this process
-        logger.debug("torch inter-op threads were already fixed; keeping them")
 
 
 def _report_failure(endpoint: WorkerEndpoint, spec: WorkerSpec, exc: BaseException) -> None:

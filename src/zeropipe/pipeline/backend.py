@@ -1,0 +1,169 @@
+"""The backend seam (DESIGN §3a): what the async driver needs from its workers and its weights.
+
+Runs in: driver (event-loop thread). The driver's rules (async_loop.py, async_launch.py) are
+written once against two small interfaces:
+
+- a **worker backend** starts the collectors and evaluators, says which are idle, submits a
+  request naming a weights version, delivers *one stream* of results and failures — the inbox
+  queue, items ``(handle, generation, Message | Exception)`` — replaces a dead worker, and shuts
+  everything down;
+- a **weight store** publishes a version of the learner's weights once, and leases it to each
+  request that names it until its reply (or its worker's death) releases it.
+
+``process`` (worker processes, pipes, shared-memory snapshots: supervisor.py + transport) is the
+default; ``ray`` (Ray actors, Ray's object store: ray_backend.py) is the second. A new backend is
+one module and one entry in ``open_backend``, never a branch in the driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from zeropipe.config import ConfigError, ExperimentConfig
+from zeropipe.transport import CollectRequest, EvalRequest, ParamLayout, SnapshotRef
+
+Role = Literal["collector", "evaluator"]
+RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
+
+
+@dataclass
+class WorkerHandle:
+    """The driver's view of one worker, whatever runs it (a backend may subclass it)."""
+
+    role: Role
+    worker_id: int
+    ready: bool = False  # started (handshake done): the worker accepts requests
+    request: tuple[int, SnapshotRef] | None = None  # (request_id, leased weights) in flight
+    generation: int = 0  # starts so far minus one; inbox items carry it
+    seed: int = 0  # the config seed of the current start
+    restarts: int = 0
+    busy_s: float = 0.0
+    started_at: float = field(default=0.0)
+
+    @property
+    def name(self) -> str:
+        """`collector-0`, `evaluator-1`, ..."""
+        return f"{self.role}-{self.worker_id}"
+
+    @property
+    def idle(self) -> bool:
+        """Started and without a request in flight."""
+        return self.ready and self.request is None
+
+
+class WorkerBackend(Protocol):
+    """Collectors and evaluators, wherever they run; results and failures go to one inbox."""
+
+    workers: list[Any]  # list[WorkerHandle] (a backend's own subclass)
+
+    def of_role(self, role: Role) -> list[Any]:
+        """The handles of one role."""
+
+    async def start(self) -> None:
+        """Start every worker; return once all of them accept requests.
+
+        Raises:
+            WorkerFailed: a worker did not start.
+        """
+
+    async def submit(self, handle: Any, request: CollectRequest | EvalRequest) -> None:
+        """Hand `request` to the worker; its reply (or failure) arrives in the inbox.
+
+        Raises:
+            TransportError: the worker is gone (the driver then restarts it).
+        """
+
+    def restart(self, handle: Any) -> None:
+        """Replace a dead worker; returns at once, the handle is idle once the new one started.
+
+        A replacement that fails to start reports `WorkerStartFailed` through the inbox.
+        """
+
+    async def shutdown(self, timeout_s: float) -> None:
+        """Stop every worker within `timeout_s`, then kill what is left."""
+
+    def kill_all(self) -> None:
+        """Synchronous last resort on every exit path (idempotent)."""
+
+
+class WeightStore(Protocol):
+    """Published weight versions, each kept while a request holds a lease on it."""
+
+    @property
+    def latest(self) -> SnapshotRef | None:
+        """The most recently published version, if any."""
+
+    def publish(self, version: int, state_dict: Mapping[str, Any]) -> SnapshotRef:
+        """Publish `state_dict` as `version` (once per version); the ref requests name."""
+
+    def acquire(self, ref: SnapshotRef) -> None:
+        """Lease `ref` for one request."""
+
+    def release(self, ref: SnapshotRef) -> None:
+        """Return a lease; a version no request holds may be freed."""
+
+    def close(self) -> None:
+        """Free everything (idempotent)."""
+
+
+def check_backend(cfg: ExperimentConfig) -> None:
+    """Reject backend settings that cannot be honoured, naming the field and the fix.
+
+    Raises:
+        ConfigError: Ray asked for without Ray installed; Ray options on the process backend;
+            `ray_local_mode` together with `ray_address`.
+    """
+    ap = cfg.policy.async_pipeline
+    if ap.backend == "process":
+        for name in ("ray_local_mode", "ray_address", "collector_resources", "evaluator_resources"):
+            if getattr(ap, name):
+                raise ConfigError(
+                    f"policy.async_pipeline.{name}: a Ray option, but the backend is 'process'; "
+                    "set policy.async_pipeline.backend: ray to run the workers as Ray actors"
+                )
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(
+            "policy.async_pipeline.backend: 'ray' needs Ray, which is not installed: install "
+            f"zeropipe's ray extra ({RAY_INSTALL_HINT}), or use backend: process"
+        )
+    if ap.ray_local_mode and ap.ray_address:
+        raise ConfigError(
+            "policy.async_pipeline.ray_local_mode: local mode runs on this machine only; it "
+            "cannot join the cluster at policy.async_pipeline.ray_address (unset one of them)"
+        )
+
+
+def open_backend(
+    cfg: ExperimentConfig, layout: ParamLayout, inbox: asyncio.Queue
+) -> tuple[WorkerBackend, WeightStore]:
+    """The configured backend (not started yet) and its weight store.
+
+    Args:
+        cfg: the experiment config (`policy.async_pipeline.backend` picks the backend).
+        layout: the parameter layout of every published version.
+        inbox: the driver's queue of `(handle, generation, message | exception)`.
+    """
+    ap = cfg.policy.async_pipeline
+    if ap.backend == "ray":
+        from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore
+
+        store = RayWeightStore(layout)
+        return RayBackend(cfg, store, inbox), store
+    from zeropipe.pipeline.supervisor import WorkerPool
+    from zeropipe.transport import SnapshotPublisher
+
+    pool = WorkerPool(
+        cfg.model_dump(mode="json"),
+        layout,
+        ap.num_collector_actors,
+        ap.num_evaluator_actors,
+        ap.collector_num_cpus,
+        ap.evaluator_num_cpus,
+        inbox,
+    )
+    return pool, SnapshotPublisher(layout)

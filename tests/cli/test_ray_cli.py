@@ -1,0 +1,62 @@
+"""The real CLI on the `ray` backend: Ctrl-C stops the actors, writes the final checkpoint, exits
+130, and leaves no Ray process that the run started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import TINY, _metrics_has, default_sigint
+
+pytest.importorskip("ray", reason="the ray extra is not installed")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("no_ray_leaks")
+def test_ctrl_c_on_the_ray_backend_shuts_down_cleanly(tmp_path: Path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY.format(exp="run").replace("max_env_step: 240", "max_env_step: 1000000"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zeropipe",
+            "train",
+            str(config),
+            "--async-pipeline",
+            "--quiet",
+            "--set",
+            "policy.async_pipeline.backend=ray",
+            "--set",
+            "policy.async_pipeline.shutdown_timeout_s=10",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
+    deadline = time.monotonic() + 180
+    while not _metrics_has(tmp_path / "run", "train"):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.1)  # polling a file for a condition, bounded by the deadline
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    run = tmp_path / "run"
+    assert (run / "ckpt" / "ckpt_latest.pth.tar").exists()
+    log = [json.loads(line) for line in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+    assert log[-1]["event"] == "stop" and log[-1]["reason"] == "cancelled"
+    assert log[-2]["event"] == "checkpoint" and log[-2]["reason"] == "stop"
+    left = subprocess.run(
+        ["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True
+    )
+    assert left.returncode != 0, left.stdout  # nothing of the run's own process group either
