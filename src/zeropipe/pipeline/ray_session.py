@@ -14,14 +14,21 @@ Runs in: driver (``open`` and ``close`` block for seconds: the backend runs them
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
+import select
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 from zeropipe.config import AsyncPipelineConfig
 
 log = logging.getLogger("zeropipe.ray")
+
+EXIT_GRACE_S = 10.0  # how long a private Ray's processes get to exit after ray.shutdown()
 
 
 def actor_cpus(ap: AsyncPipelineConfig) -> int:
@@ -102,6 +109,53 @@ class RaySession:
         import ray
 
         self.connected = False
+        # ray.shutdown() stops a private Ray's raylet and GCS but returns while its worker
+        # processes are still exiting (seen: an actor's process alive after the CLI exited).
+        started = _ray_descendants() if self.owned else []
         ray.shutdown()  # a private Ray's processes stop; a joined cluster's do not
+        _await_exit(started, EXIT_GRACE_S)
         log.info("stopped the private Ray" if self.owned else "left the Ray cluster")
         self.owned = False
+
+
+def _ray_descendants() -> list[int]:
+    """PIDs of this process's descendants that are Ray processes (Linux /proc; else [])."""
+    parent_of: dict[int, int] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent_of[int(entry.name)] = int(
+                (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            )
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent_of.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        with contextlib.suppress(OSError):
+            if b"ray" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+    return found
+
+
+def _await_exit(pids: list[int], timeout_s: float) -> None:
+    """Wait (on pidfds, no polling) up to `timeout_s` for `pids` to exit; SIGKILL the rest."""
+    waiting: dict[int, int] = {}  # pidfd -> pid
+    for pid in pids:
+        with contextlib.suppress(OSError):  # already gone
+            waiting[os.pidfd_open(pid)] = pid
+    deadline = time.monotonic() + timeout_s
+    try:
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select(list(waiting), [], [], left)
+            for fd in ready:
+                os.close(fd)
+                waiting.pop(fd)
+        for pid in waiting.values():
+            log.warning("Ray process %d did not exit after shutdown; killing it", pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    finally:
+        for fd in waiting:
+            os.close(fd)
