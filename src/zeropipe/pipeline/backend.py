@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from zeropipe.config import ConfigError, ExperimentConfig
+from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import CollectRequest, EvalRequest, ParamLayout, SnapshotRef
 
 Role = Literal["collector", "evaluator"]
@@ -88,6 +89,52 @@ class WorkerBackend(Protocol):
 
     def kill_all(self) -> None:
         """Synchronous last resort on every exit path (idempotent)."""
+
+
+class ReplacingWorkers:
+    """The restart rule both backends share: end the dead worker, start the next generation.
+
+    A backend provides `_end(handle)` (stop and forget the worker), `_create(handle)` (start a
+    fresh one for `handle.generation`, with its own seed) and `async _handshake(handle)` (wait for
+    its hello; raises WorkerFailed); `restart` returns at once and the handshake runs in a named
+    task, so the driver never blocks on a replacement. The handle is idle only once it said hello;
+    a failed start reaches the inbox as `WorkerStartFailed`, which the driver counts as a death.
+    """
+
+    inbox: asyncio.Queue
+    workers: list[Any]
+
+    def of_role(self, role: Role) -> list[Any]:
+        """The handles of one role."""
+        return [w for w in self.workers if w.role == role]
+
+    def restart(self, handle: Any) -> None:
+        """Replace a dead worker; returns before the replacement has started."""
+        self._end(handle)
+        handle.restarts += 1
+        handle.generation += 1
+        self._create(handle)
+        handle.starting = asyncio.create_task(
+            self._start_replacement(handle, handle.generation), name=f"{handle.name}-restart"
+        )
+
+    async def _start_replacement(self, handle: Any, generation: int) -> None:
+        try:
+            await self._handshake(handle)
+        except WorkerFailed as exc:
+            await self.inbox.put((handle, generation, WorkerStartFailed(str(exc))))
+        finally:
+            if handle.starting is asyncio.current_task():
+                handle.starting = None
+
+    def _end(self, handle: Any) -> None:
+        raise NotImplementedError
+
+    def _create(self, handle: Any) -> None:
+        raise NotImplementedError
+
+    async def _handshake(self, handle: Any) -> None:
+        raise NotImplementedError
 
 
 class WeightStore(Protocol):

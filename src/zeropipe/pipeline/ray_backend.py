@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import Role, WorkerHandle
-from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
+from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle
+from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.ray_session import RaySession
 from zeropipe.pipeline.supervisor import HELLO_TIMEOUT_S, spawn_seed
 from zeropipe.transport import (
@@ -158,7 +158,7 @@ class RayHandle(WorkerHandle):
     starting: asyncio.Task | None = None  # the start of a replacement, while it runs
 
 
-class RayBackend:
+class RayBackend(ReplacingWorkers):
     """Collectors and evaluators as Ray actors (the `ray` worker backend).
 
     Args:
@@ -176,10 +176,6 @@ class RayBackend:
         self.session = RaySession(ap)
         self.workers = [RayHandle("collector", i) for i in range(ap.num_collector_actors)]
         self.workers += [RayHandle("evaluator", i) for i in range(ap.num_evaluator_actors)]
-
-    def of_role(self, role: Role) -> list[RayHandle]:
-        """The handles of one role."""
-        return [w for w in self.workers if w.role == role]
 
     async def start(self) -> None:
         """Connect to Ray, create every actor and wait until each has said hello."""
@@ -200,16 +196,6 @@ class RayBackend:
         reply = handle.actor.answer.remote(request, [weights])
         handle.call = asyncio.create_task(
             self._await_reply(handle, handle.generation, reply), name=f"{handle.name}-reply"
-        )
-
-    def restart(self, handle: RayHandle) -> None:
-        """End the dead actor and create a fresh one; returns before it has started."""
-        self._end(handle)
-        handle.restarts += 1
-        handle.generation += 1
-        self._create(handle)
-        handle.starting = asyncio.create_task(
-            self._start_replacement(handle, handle.generation), name=f"{handle.name}-restart"
         )
 
     async def shutdown(self, timeout_s: float) -> None:
@@ -286,15 +272,6 @@ class RayBackend:
             raise WorkerFailed(f"{handle.name}: handshake from {hello!r}")
         handle.node_id, handle.pid, handle.ready = node_id, hello.pid, True
         log.info("%s runs on node %s (pid %d)", handle.name, node_id[:12], hello.pid)
-
-    async def _start_replacement(self, handle: RayHandle, generation: int) -> None:
-        try:
-            await self._handshake(handle)
-        except WorkerFailed as exc:
-            await self.inbox.put((handle, generation, WorkerStartFailed(str(exc))))
-        finally:
-            if handle.starting is asyncio.current_task():
-                handle.starting = None
 
     async def _await_reply(self, handle: RayHandle, generation: int, reply: Any) -> None:
         """Await one call's object reference on this loop; its reply or failure → inbox."""

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from zeropipe.pipeline.backend import Role, WorkerHandle
-from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
+from zeropipe.pipeline.backend import ReplacingWorkers, Role, WorkerHandle
+from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.transport import (
     CollectRequest,
     DriverEndpoint,
@@ -111,7 +111,7 @@ class ProcessHandle(WorkerHandle):
         return self.endpoint is not None and self.ready and self.request is None
 
 
-class WorkerPool:
+class WorkerPool(ReplacingWorkers):
     """The `process` backend: spawns and supervises the collector and evaluator processes.
 
     Args:
@@ -140,10 +140,6 @@ class WorkerPool:
         self.workers = [ProcessHandle("collector", i) for i in range(num_collectors)]
         self.workers += [ProcessHandle("evaluator", i) for i in range(num_evaluators)]
 
-    def of_role(self, role: Role) -> list[ProcessHandle]:
-        """The handles of one role."""
-        return [w for w in self.workers if w.role == role]
-
     async def submit(self, handle: ProcessHandle, request: CollectRequest | EvalRequest) -> None:
         """Send `request` down the worker's pipe; the reply arrives in the inbox.
 
@@ -157,33 +153,10 @@ class WorkerPool:
     async def start(self) -> None:
         """Spawn every worker and complete its handshake (concurrently)."""
         for handle in self.workers:
-            self._spawn(handle)
+            self._create(handle)
         await asyncio.gather(*(self._handshake(h) for h in self.workers))
 
-    def restart(self, handle: ProcessHandle) -> None:
-        """Replace a dead worker with a fresh process; returns before its handshake is done.
-
-        The handle is not `idle` until the replacement said hello; a failed handshake arrives in
-        the inbox as `WorkerStartFailed`.
-        """
-        self._reap(handle)
-        handle.restarts += 1
-        handle.generation += 1
-        self._spawn(handle)
-        handle.starting = asyncio.create_task(
-            self._start_replacement(handle, handle.generation), name=f"{handle.name}-restart"
-        )
-
-    async def _start_replacement(self, handle: ProcessHandle, generation: int) -> None:
-        try:
-            await self._handshake(handle)
-        except WorkerFailed as exc:
-            await self.inbox.put((handle, generation, WorkerStartFailed(str(exc))))
-        finally:
-            if handle.starting is asyncio.current_task():
-                handle.starting = None
-
-    def _spawn(self, handle: ProcessHandle) -> None:
+    def _create(self, handle: ProcessHandle) -> None:
         parent, child = self.ctx.Pipe(duplex=True)
         handle.seed = spawn_seed(
             int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
@@ -237,7 +210,7 @@ class WorkerPool:
         """
         for handle in self.workers:
             if not handle.ready:
-                self._reap(handle)
+                self._end(handle)
         for handle in self.workers:
             if handle.endpoint is not None:
                 with contextlib.suppress(TransportError, TimeoutError):
@@ -257,9 +230,9 @@ class WorkerPool:
     def kill_all(self) -> None:
         """Synchronously kill and reap every worker, close every pipe (idempotent)."""
         for handle in self.workers:
-            self._reap(handle)
+            self._end(handle)
 
-    def _reap(self, handle: ProcessHandle) -> None:
+    def _end(self, handle: ProcessHandle) -> None:
         handle.ready = False
         if handle.starting is not None:
             handle.starting.cancel()
