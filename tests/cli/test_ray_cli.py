@@ -7,13 +7,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import TINY, _metrics_has, default_sigint
+from tests.cli.test_cli import TINY
+from tests.cli.test_run_recovery import start, wait_for
 
 pytest.importorskip("ray", reason="the ray extra is not installed")
 
@@ -23,35 +22,19 @@ pytest.importorskip("ray", reason="the ray extra is not installed")
 def test_ctrl_c_on_the_ray_backend_shuts_down_cleanly(tmp_path: Path):
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY.format(exp="run").replace("max_env_step: 240", "max_env_step: 1000000"))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "zeropipe",
-            "train",
-            str(config),
-            "--async-pipeline",
-            "--quiet",
-            "--set",
-            "policy.async_pipeline.backend=ray",
-            "--set",
-            "policy.async_pipeline.shutdown_timeout_s=10",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=default_sigint,
+    run = tmp_path / "run"
+    proc = start(
+        tmp_path,
+        "--async-pipeline",
+        "--set",
+        "policy.async_pipeline.backend=ray",
+        "--set",
+        "policy.async_pipeline.shutdown_timeout_s=10",
     )
-    deadline = time.monotonic() + 180
-    while not _metrics_has(tmp_path / "run", "train"):
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-        time.sleep(0.1)  # polling a file for a condition, bounded by the deadline
+    wait_for(proc, run, lambda event: event["event"] == "train")
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    run = tmp_path / "run"
     assert (run / "ckpt" / "ckpt_latest.pth.tar").exists()
     log = [json.loads(line) for line in (run / "log" / "metrics.jsonl").read_text().splitlines()]
     assert log[-1]["event"] == "stop" and log[-1]["reason"] == "cancelled"
