@@ -15,6 +15,7 @@ from zeropipe.algos.efficientzero import EFFICIENTZERO
 from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
+from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO
 from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
 from zeropipe.algos.stochastic import STOCHASTIC
 from zeropipe.algos.unizero import UNIZERO
@@ -23,24 +24,26 @@ from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 # Config keys under `policy` that only some types read.
 _UNIZERO_OPTIONS = ("model.world_model", "kv_cache_clear_interval")
 _RNN_OPTIONS = ("context_length_init", "model.rnn_hidden_size")
+_SAMPLED_OPTIONS = (
+    "sampled",
+    "model.continuous_action_space",
+    "model.sigma_type",
+    "model.fixed_sigma_value",
+)
 
 ALGORITHMS: dict[str, Algorithm] = {
     algo.name: algo
     for algo in (
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
-        Algorithm(
-            "sampled_muzero",
-            SAMPLED_MUZERO,
-            "sampled",
-            options=(
-                "sampled",
-                "model.continuous_action_space",
-                "model.sigma_type",
-                "model.fixed_sigma_value",
-            ),
-        ),
+        Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=_SAMPLED_OPTIONS),
         Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
+        Algorithm(
+            "sampled_efficientzero",
+            SAMPLED_EFFICIENTZERO,
+            "sampled",
+            options=(*_SAMPLED_OPTIONS, "value_prefix"),
+        ),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
