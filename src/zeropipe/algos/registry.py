@@ -17,6 +17,7 @@ from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
 from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO
 from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
+from zeropipe.algos.sampled_unizero import SAMPLED_UNIZERO
 from zeropipe.algos.stochastic import STOCHASTIC
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
@@ -45,6 +46,12 @@ ALGORITHMS: dict[str, Algorithm] = {
             options=(*_SAMPLED_OPTIONS, "value_prefix"),
         ),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
+        Algorithm(
+            "sampled_unizero",
+            SAMPLED_UNIZERO,
+            "sampled",
+            options=(*_SAMPLED_OPTIONS, *_UNIZERO_OPTIONS),
+        ),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
         Algorithm("stochastic_muzero", STOCHASTIC, "chance", options=("stochastic",)),

@@ -30,6 +30,38 @@ if TYPE_CHECKING:
     from zeropipe.buffer import ReplayBatch
 
 
+def check_sampled_actions(num_actions: int, cfg: PolicyConfig) -> None:
+    """K sampled actions must fit a discrete action set (sampling is without replacement).
+
+    Raises:
+        ConfigError: more sampled actions than the env has discrete actions.
+    """
+    k = cfg.sampled.num_of_sampled_actions
+    if not cfg.model.continuous_action_space and k > num_actions:
+        raise ConfigError(
+            f"policy.sampled.num_of_sampled_actions={k} exceeds the env's {num_actions} "
+            "discrete actions (sampling is without replacement); set it to at most "
+            f"{num_actions}"
+        )
+
+
+def continuous_unroll_inputs(
+    batch: ReplayBatch, targets: Targets, frame_ndim: int, needs_obs_seq: bool, cfg: PolicyConfig
+) -> UnrollInputs:
+    """The loss's inputs for continuous actions: float32 [B, K, D] actions and the
+    [B, K+1, Ks, D] root sampled actions the policy targets belong to (re-sampled where
+    reanalysed).
+
+    Raises:
+        ValueError: the targets carry no root sampled actions.
+    """
+    if targets.sampled_actions is None:
+        raise ValueError("sampled search (continuous): the batch has no root sampled actions")
+    inputs = unroll_inputs(batch, targets, frame_ndim, needs_obs_seq, cfg.device, np.float32)
+    sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
+    return replace(inputs, sampled_actions=sampled)
+
+
 class SampledMuZeroFamily(MuZeroFamily):
     """MuZero with a check that K sampled actions fit the discrete action set; with
     `policy.model.continuous_action_space` a tanh-Gaussian policy over D-dimensional actions."""
@@ -38,34 +70,17 @@ class SampledMuZeroFamily(MuZeroFamily):
         self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
     ) -> torch.nn.Module:
         """The next family's network (MuZero's; EfficientZero's for sampled_efficientzero),
-        after checking K <= A for discrete actions (continuous: `num_actions` is D).
-
-        Raises:
-            ConfigError: more sampled actions than the env has discrete actions.
-        """
-        k = cfg.sampled.num_of_sampled_actions
-        if not cfg.model.continuous_action_space and k > num_actions:
-            raise ConfigError(
-                f"policy.sampled.num_of_sampled_actions={k} exceeds the env's {num_actions} "
-                "discrete actions (sampling is without replacement); set it to at most "
-                f"{num_actions}"
-            )
+        after `check_sampled_actions` (continuous: `num_actions` is D)."""
+        check_sampled_actions(num_actions, cfg)
         return super().build_network(input_shape, num_actions, cfg)
 
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
-        """MuZero's inputs; continuous: float32 [B, K, D] actions and the [B, K+1, Ks, D] root
-        sampled actions the policy targets belong to (re-sampled where reanalysed)."""
+        """MuZero's inputs; continuous: `continuous_unroll_inputs`."""
         if not cfg.model.continuous_action_space:
             return super().unroll_inputs(batch, targets, frame_ndim, cfg)
-        if targets.sampled_actions is None:
-            raise ValueError("sampled search (continuous): the batch has no root sampled actions")
-        inputs = unroll_inputs(
-            batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device, np.float32
-        )
-        sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
-        return replace(inputs, sampled_actions=sampled)
+        return continuous_unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg)
 
     def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
         """MuZero's cross-entropy (discrete); continuous: the policy loss over the root sampled
