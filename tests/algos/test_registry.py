@@ -112,3 +112,17 @@ def test_a_new_search_policy_plugs_in_through_the_registry_alone(tmp_path, monke
     assert (segment.actions == 1).all()  # the chain env has two actions
     assert (segment.child_visits[:, 1] == 1.0).all() and (segment.child_visits[:, 0] == 0).all()
     assert (segment.root_values == 7.0).all()
+
+
+def test_action_kind_mismatches_are_config_errors_naming_the_fix(tmp_path):
+    cfg = tiny_config(tmp_path).policy  # muzero, discrete
+    with pytest.raises(ConfigError, match=r"'Pendulum-v1' has Box actions of 1 dim.*"
+                       r"sampled_efficientzero / sampled_muzero / sampled_unizero"):  # fmt: skip
+        registry.check_action_kind(cfg, "Pendulum-v1", True, 1)
+    registry.check_action_kind(cfg, "CartPole-v1", False, 2)
+    raw = tiny_config(tmp_path, type="sampled_muzero").model_dump(mode="json")
+    raw["policy"]["model"]["continuous_action_space"] = True
+    continuous = config_from_dict(raw).policy
+    with pytest.raises(ConfigError, match=r"2 discrete actions; set policy\.model\.continuous"):
+        registry.check_action_kind(continuous, "CartPole-v1", False, 2)
+    registry.check_action_kind(continuous, "Pendulum-v1", True, 1)

@@ -106,3 +106,33 @@ def _is_set(model: BaseModel, path: list[str]) -> bool:
         model = getattr(model, part)
     field = type(model).model_fields[path[-1]]
     return getattr(model, path[-1]) != field.get_default(call_default_factory=True)
+
+
+def check_action_kind(policy: PolicyConfig, env_id: str, continuous: bool, size: int) -> None:
+    """The env's action kind and `policy.model.continuous_action_space` must agree (checked at
+    config load, before anything is written; the collector checks again).
+
+    Args:
+        policy: the policy settings.
+        env_id: the env, for the message.
+        continuous: the env has Box actions.
+        size: D for Box actions, A for discrete ones.
+
+    Raises:
+        ConfigError: naming the env, its action kind and the fix.
+    """
+    wants = policy.model.continuous_action_space
+    if continuous == wants:
+        return
+    owners = " / ".join(
+        sorted(a.name for a in ALGORITHMS.values() if "model.continuous_action_space" in a.options)
+    )
+    if continuous:
+        raise ConfigError(
+            f"env.env_id {env_id!r} has Box actions of {size} dimensions; continuous actions "
+            f"need policy.type {owners} with policy.model.continuous_action_space: true"
+        )
+    raise ConfigError(
+        f"env.env_id {env_id!r} has {size} discrete actions; set "
+        "policy.model.continuous_action_space: false"
+    )
