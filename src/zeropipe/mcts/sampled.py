@@ -152,7 +152,8 @@ class SampledSlots:
             logits, log_prob = self._sample_continuous(0, roots.policy_logits)
             valid = np.ones(logits.shape, dtype=np.bool_)
             if self.prior == "density" and self.root_noise is not None:
-                noised = self._noised(np.exp(log_prob), valid) + _NOISY_DENSITY_EPS
+                noised = self._noised(np.exp(log_prob), valid, self.root_noise)
+                noised += _NOISY_DENSITY_EPS
                 logits = np.log(noised).astype(np.float32)
             return replace(roots, policy_logits=logits, action_mask=valid)
         mask = roots.action_mask.astype(np.bool_)
@@ -162,17 +163,15 @@ class SampledSlots:
         logits = self._slot_logits(probs, actions)
         if self.prior == "density" and self.root_noise is not None:
             sampled = np.take_along_axis(probs, actions, axis=1)  # [B, K]
-            logits = np.log(np.maximum(self._noised(sampled, valid), _TINY)).astype(np.float32)
+            noised = self._noised(sampled, valid, self.root_noise)
+            logits = np.log(np.maximum(noised, _TINY)).astype(np.float32)
         return replace(roots, policy_logits=logits, action_mask=valid)
 
-    def _noised(self, priors: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    def _noised(self, priors: np.ndarray, valid: np.ndarray, noise: RootNoise) -> np.ndarray:
         """(1 − w)·priors + w·Dirichlet(α) over the `valid` slots: [B, K] float64, unnormalised
         (the PUCT term normalises it over the sampled children)."""
-        noise = self.root_noise
-        assert noise is not None
-        mixed = (1.0 - noise.weight) * priors + noise.weight * dirichlet_noise(
-            valid, noise.alpha, self._rng
-        )
+        dirichlet = dirichlet_noise(valid, noise.alpha, self._rng)
+        mixed = (1.0 - noise.weight) * priors + noise.weight * dirichlet
         return np.where(valid, mixed, 0.0)
 
     def expand(self, node: int, step: StepOutput) -> StepOutput:
