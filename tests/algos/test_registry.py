@@ -77,10 +77,9 @@ def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):
         registry.algorithm_for(again.policy)
 
 
-def test_an_unimplemented_type_is_a_config_error_listing_the_available(tmp_path):
-    cfg = tiny_config(tmp_path, type="sampled_efficientzero")
-    with pytest.raises(ConfigError, match=r"available: .*muzero"):
-        registry.algorithm_for(cfg.policy)
+def test_an_unimplemented_type_is_a_config_error_listing_the_available():
+    with pytest.raises(ConfigError, match=r"'no_such_type' \(unknown\).*available: .*muzero"):
+        registry.algorithm("no_such_type")
 
 
 def _last_action_policy(roots, recurrent_fn, cfg, rng, acting):
@@ -113,3 +112,17 @@ def test_a_new_search_policy_plugs_in_through_the_registry_alone(tmp_path, monke
     assert (segment.actions == 1).all()  # the chain env has two actions
     assert (segment.child_visits[:, 1] == 1.0).all() and (segment.child_visits[:, 0] == 0).all()
     assert (segment.root_values == 7.0).all()
+
+
+def test_action_kind_mismatches_are_config_errors_naming_the_fix(tmp_path):
+    cfg = tiny_config(tmp_path).policy  # muzero, discrete
+    with pytest.raises(ConfigError, match=r"'Pendulum-v1' has Box actions of 1 dim.*"
+                       r"sampled_efficientzero / sampled_muzero / sampled_unizero"):  # fmt: skip
+        registry.check_action_kind(cfg, "Pendulum-v1", True, 1)
+    registry.check_action_kind(cfg, "CartPole-v1", False, 2)
+    raw = tiny_config(tmp_path, type="sampled_muzero").model_dump(mode="json")
+    raw["policy"]["model"]["continuous_action_space"] = True
+    continuous = config_from_dict(raw).policy
+    with pytest.raises(ConfigError, match=r"2 discrete actions; set policy\.model\.continuous"):
+        registry.check_action_kind(continuous, "CartPole-v1", False, 2)
+    registry.check_action_kind(continuous, "Pendulum-v1", True, 1)

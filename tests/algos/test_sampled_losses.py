@@ -43,15 +43,25 @@ def test_unknown_loss_type_is_refused() -> None:
         sampled_policy_loss(torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), "l2")  # type: ignore[arg-type]
 
 
-def _continuous_setup():
+SAMPLED_TYPES = ("sampled_muzero", "sampled_efficientzero", "sampled_unizero")
+_WORLD = {"embed_dim": 8, "num_layers": 1, "num_heads": 2, "context_steps": 2, "dropout": 0.0}
+
+
+def _continuous_setup(policy_type: str = "sampled_muzero"):
     from zeropipe.algos.registry import algorithm
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
     from zeropipe.config.schema import PolicyConfig
 
+    extra = {}
+    if policy_type == "sampled_efficientzero":
+        extra = {"value_prefix": {"lstm_hidden_size": 8}, "ssl_loss_weight": 0.0}
+    world = {"world_model": _WORLD} if policy_type == "sampled_unizero" else {}
     cfg = PolicyConfig.model_validate(
         {
-            "type": "sampled_muzero",
+            "type": policy_type,
+            "num_unroll_steps": 2,
+            **extra,
             "model": {
                 "continuous_action_space": True,
                 "latent_dim": 8,
@@ -60,10 +70,11 @@ def _continuous_setup():
                 "norm_type": "LN",
                 "value_support_range": [-3, 4, 1],
                 "reward_support_range": [-3, 4, 1],
+                **world,
             },
         }
     )
-    family = algorithm("sampled_muzero").family
+    family = algorithm(policy_type).family
     torch.manual_seed(0)
     net = family.build_network((3,), 1, cfg)
     rng = np.random.default_rng(0)
@@ -98,17 +109,24 @@ def _continuous_setup():
     return family, net, cfg, batch, sampled, target
 
 
-def test_continuous_policy_loss_ignores_masked_slots_in_the_learner_path() -> None:
-    family, net, cfg, make, sampled, target = _continuous_setup()
-    mask = np.array([[1, 1, 0]] * 4, np.float32)  # step 2 lies past the stored data
+@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+def test_continuous_policy_loss_ignores_masked_slots_in_the_learner_path(policy_type) -> None:
+    family, net, cfg, make, sampled, target = _continuous_setup(policy_type)
+    # the masked step: 2 (past the stored data); UniZero's loss reads the policy at o_0..o_{K-1}
+    # only, so there step 1
+    step = 1 if policy_type == "sampled_unizero" else 2
+    mask = np.ones((4, 3), np.float32)
+    mask[:, step] = 0.0
     state = np.random.get_state()
     base = make(mask, sampled, target)
     np.random.set_state(state)
     changed_sampled, changed_target = sampled.copy(), target.copy()
-    changed_sampled[:, 2] = -0.5
-    changed_target[:, 2] = [1.0, 0.0, 0.0]
+    changed_sampled[:, step] = -0.5
+    changed_target[:, step] = [1.0, 0.0, 0.0]
     other = make(mask, changed_sampled, changed_target)
-    other = dataclasses.replace(other, root_obs=base.root_obs, actions=base.actions)
+    other = dataclasses.replace(
+        other, root_obs=base.root_obs, actions=base.actions, obs_seq=base.obs_seq
+    )
     loss_a = family.loss(net, net, base, cfg, 0)
     loss_b = family.loss(net, net, other, cfg, 0)
     torch.testing.assert_close(loss_a.per_sample, loss_b.per_sample)

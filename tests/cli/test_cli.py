@@ -75,6 +75,8 @@ def test_train_end_to_end(tiny_config: Path):
         ("policy.batch_sise=3", "batch_sise"),
         ("policy.batch_size=lots", "policy.batch_size"),
         ("env.env_id=NoSuchEnv-v9", "NoSuchEnv-v9"),
+        # an action-kind mismatch is a config error at load time, not in the collector
+        ("env.env_id=Pendulum-v1", "'Pendulum-v1' has Box actions of 1 dimensions"),
     ],
 )
 def test_bad_input_fails_before_writing(tiny_config: Path, override: str, needle: str):

@@ -63,3 +63,19 @@ def test_async_defaults_derive_from_collectors():
     assert cfg.resolved_max_collect_inflight == 3
     assert cfg.resolved_max_train_budget_queue_size == 6
     assert AsyncPipelineConfig().resolved_max_train_budget_queue_size == 2
+
+
+@pytest.mark.parametrize(
+    ("policy_type", "sampled", "want_prior"),
+    [
+        ("sampled_efficientzero", {"num_of_sampled_actions": 2}, "density"),
+        ("sampled_efficientzero", {"prior": "uniform"}, "uniform"),
+        ("sampled_muzero", {"num_of_sampled_actions": 2}, "uniform"),
+    ],
+)
+def test_a_types_nested_default_merges_with_the_given_section(policy_type, sampled, want_prior):
+    from zeropipe.config.schema import PolicyConfig
+
+    cfg = PolicyConfig.model_validate({"type": policy_type, "sampled": sampled})
+    assert cfg.sampled.prior == want_prior
+    assert cfg.sampled.num_of_sampled_actions == sampled.get("num_of_sampled_actions", 6)

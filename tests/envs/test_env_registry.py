@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -104,13 +106,12 @@ def test_atari_spec(gray_scale: bool, channels: int) -> None:
     assert spec.frame_stack == 4
 
 
-def test_a_mujoco_id_without_mujoco_names_the_extra() -> None:
-    try:
-        import mujoco  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("mujoco is installed here")
+def test_a_mujoco_id_without_mujoco_names_the_extra(monkeypatch) -> None:
+    # Whether or not mujoco is installed here: hide it (a None entry makes `import mujoco` fail)
+    # and forget gymnasium's already imported MuJoCo env modules, so that they import afresh.
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    for name in [m for m in sys.modules if m.startswith("gymnasium.envs.mujoco")]:
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(
         EnvError, match=r"'HalfCheetah-v5' needs MuJoCo.*pip install -e \"\.\[mujoco\]\""
     ):

@@ -8,7 +8,7 @@ import torch
 
 from tests.mcts.fakes import BanditModel, make_roots
 from zeropipe.mcts import ActingParams, SearchConfig, StepOutput, run_search, search_policy
-from zeropipe.mcts.sampled import SampledSlots, sample_without_replacement
+from zeropipe.mcts.sampled import RootNoise, SampledSlots, sample_without_replacement
 
 
 def test_samples_are_distinct_and_legal() -> None:
@@ -202,3 +202,89 @@ def test_continuous_policy_plays_a_root_sampled_action_inside_the_bounds(mode: s
     assert out.policy_target.shape == out.visit_counts.shape == out.q_values.shape == (3, 5)
     np.testing.assert_allclose(out.policy_target.sum(axis=1), 1.0, rtol=1e-6)
     assert out.sampled_mask.all()
+
+
+def _fixed_noise(monkeypatch) -> None:
+    """Root noise that puts all its mass on the first legal slot, so priors are hand-checkable."""
+
+    def first_slot(valid, alpha, rng):
+        noise = np.zeros(valid.shape)
+        noise[np.arange(valid.shape[0]), np.argmax(valid, axis=1)] = 1.0
+        return noise
+
+    monkeypatch.setattr("zeropipe.mcts.sampled.dirichlet_noise", first_slot)
+
+
+def test_density_root_noise_is_mixed_before_normalising(monkeypatch) -> None:
+    # The reference mixes (1 − w)·π(a_k) + w·n_k into the children's priors and normalises over
+    # the sampled children in the UCB: prior_k = ((1 − w)·π(a_k) + w·n_k) / ((1 − w)·Σπ + w).
+    _fixed_noise(monkeypatch)
+    w = 0.25
+    model = Recorder(6)
+    roots = make_roots(4, 6, logits=model.logits)
+    cfg = SearchConfig(num_simulations=1, discount=0.997, sampled_prior="density")
+    noise = RootNoise(weight=w, alpha=0.3)
+    slots = SampledSlots(4, 2, 3, "density", np.random.default_rng(0), root_noise=noise)
+    out = run_search(roots, model, cfg, np.random.default_rng(0), False, slots=slots)
+    probs = (np.arange(1, 7) / 21.0)[slots.root_actions()]  # π of the sampled actions [B, K]
+    mixed = (1 - w) * probs
+    mixed[:, 0] += w
+    want = mixed / mixed.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out.tree.children_prior[:, 0], want, rtol=1e-5)
+    after = (1 - w) * probs / probs.sum(axis=1, keepdims=True)  # mixing after normalising
+    after[:, 0] += w
+    assert not np.allclose(want, after, rtol=1e-3)
+
+
+def test_continuous_density_root_noise_mixes_into_the_densities(monkeypatch) -> None:
+    _fixed_noise(monkeypatch)
+    w = 0.25
+    roots = make_roots(3, 2, logits=np.array([0.0, 1.0]))  # [mu, sigma] at the root
+    cfg = SearchConfig(num_simulations=1, discount=0.997, sampled_prior="density")
+    noise = RootNoise(weight=w, alpha=0.3)
+    slots = SampledSlots(
+        3, 2, 4, "density", np.random.default_rng(0), action_dim=1, root_noise=noise
+    )
+    out = run_search(roots, GaussianBandit(), cfg, np.random.default_rng(0), False, slots=slots)
+    a = slots.root_actions()[..., 0].astype(np.float64)  # [B, K]
+    u = np.arctanh(a)
+    density = np.exp(-0.5 * u**2) / np.sqrt(2 * np.pi) / (1 - a**2)  # tanh-N(0, 1) by hand
+    mixed = (1 - w) * density + 1e-6
+    mixed[:, 0] += w
+    want = mixed / mixed.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out.tree.children_prior[:, 0], want, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("prior", "mode"), [("density", "eval"), ("uniform", "collect")])
+def test_no_root_noise_in_eval_or_with_the_uniform_prior(monkeypatch, prior, mode) -> None:
+    def fail(*args):
+        raise AssertionError("root noise drawn")
+
+    monkeypatch.setattr("zeropipe.mcts.sampled.dirichlet_noise", fail)
+    model = Recorder(6)
+    roots = make_roots(4, 6, logits=model.logits)
+    cfg = SearchConfig(num_simulations=4, discount=0.997, sampled_prior=prior)
+    out = search_policy("sampled")(
+        roots, model, cfg, np.random.default_rng(0), ActingParams(mode, temperature=1.0)
+    )
+    assert out.visit_counts.sum() == 4 * 4
+
+
+def test_collect_with_the_density_prior_draws_root_noise(monkeypatch) -> None:
+    calls = []
+
+    def record(valid, alpha, rng):
+        calls.append((valid.copy(), alpha))
+        return valid / valid.sum(axis=1, keepdims=True)
+
+    monkeypatch.setattr("zeropipe.mcts.sampled.dirichlet_noise", record)
+    model = Recorder(6)
+    roots = make_roots(4, 6, logits=model.logits)
+    cfg = SearchConfig(
+        num_simulations=4, discount=0.997, sampled_prior="density", root_dirichlet_alpha=0.7
+    )
+    search_policy("sampled")(
+        roots, model, cfg, np.random.default_rng(0), ActingParams("collect", temperature=1.0)
+    )
+    ((valid, alpha),) = calls
+    assert valid.shape == (4, cfg.num_sampled_actions) and alpha == 0.7

@@ -1,4 +1,5 @@
-"""sampled_muzero (discrete) in both pipelines; its options and K <= A are checked."""
+"""sampled_muzero and sampled_efficientzero (discrete and continuous) in both pipelines; their
+options and K <= A are checked."""
 
 from __future__ import annotations
 
@@ -19,9 +20,23 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
 SAMPLED = {"num_of_sampled_actions": 2, "prior": "uniform"}
 
 
-def _config(path, **sampled):
+SAMPLED_TYPES = ("sampled_muzero", "sampled_efficientzero")
+
+
+def _type_options(policy_type: str) -> dict:
+    """A small value-prefix LSTM for sampled_efficientzero (the default 512 is slow here)."""
+    if policy_type == "sampled_efficientzero":
+        return {"value_prefix": {"lstm_hidden_size": 16}}
+    return {}
+
+
+def _config(path, policy_type="sampled_muzero", **sampled):
     return tiny_config(
-        path, type="sampled_muzero", learner_num_threads=1, sampled={**SAMPLED, **sampled}
+        path,
+        type=policy_type,
+        learner_num_threads=1,
+        sampled={**SAMPLED, **sampled},
+        **_type_options(policy_type),
     )
 
 
@@ -58,8 +73,9 @@ def test_collected_targets_live_on_the_sampled_actions(tmp_path, prior):
 
 
 @pytest.mark.slow
-def test_trains_and_evaluates_sync_with_reanalysis(tmp_path):
-    cfg = _config(tmp_path / "run")
+@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+def test_trains_and_evaluates_sync_with_reanalysis(tmp_path, policy_type):
+    cfg = _config(tmp_path / "run", policy_type)
     cfg.policy.reanalyze_ratio = 0.5  # reanalysis re-samples through the sampled search
     summary = train_sync(cfg)
     assert summary.train_iter > 0
@@ -67,18 +83,21 @@ def test_trains_and_evaluates_sync_with_reanalysis(tmp_path):
 
 
 @pytest.mark.slow
-async def test_trains_and_evaluates_async(tmp_path):
-    summary = await train_async(_config(tmp_path / "run", prior="density"), show_progress=False)
+@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+async def test_trains_and_evaluates_async(tmp_path, policy_type):
+    cfg = _config(tmp_path / "run", policy_type, prior="density")
+    summary = await train_async(cfg, show_progress=False)
     assert summary.train_iter > 0
     assert _evals(tmp_path / "run")
 
 
-def _continuous_config(path, **policy):
+def _continuous_config(path, policy_type="sampled_muzero", **policy):
     cfg = tiny_config(
         path,
-        type="sampled_muzero",
+        type=policy_type,
         learner_num_threads=1,
         sampled={"num_of_sampled_actions": 3, "prior": "uniform"},
+        **_type_options(policy_type),
         **policy,
     )
     raw = cfg.model_dump(mode="json")
@@ -108,13 +127,11 @@ def test_continuous_collects_float_actions_inside_the_bounds_with_their_sampled_
         collector.close()
 
 
-def test_continuous_with_reanalysis_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="does not support reanalysis yet"):
-        build_collector(_continuous_config(tmp_path / "run", reanalyze_ratio=0.5))
-
-
-def test_continuous_trains_and_evaluates_sync(tmp_path):
-    cfg = _continuous_config(tmp_path / "run")
+@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path, policy_type):
+    cfg = _continuous_config(
+        tmp_path / "run", policy_type, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0
+    )
     summary = train_sync(cfg)
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")
@@ -145,7 +162,9 @@ def test_continuous_action_space_on_muzero_is_a_config_error(tmp_path):
 
 
 @pytest.mark.slow
-async def test_continuous_trains_and_evaluates_async(tmp_path):
-    summary = await train_async(_continuous_config(tmp_path / "run"), show_progress=False)
+@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+async def test_continuous_trains_and_evaluates_async(tmp_path, policy_type):
+    cfg = _continuous_config(tmp_path / "run", policy_type)
+    summary = await train_async(cfg, show_progress=False)
     assert summary.train_iter > 0
     assert _evals(tmp_path / "run")

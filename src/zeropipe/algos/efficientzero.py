@@ -67,7 +67,8 @@ class EfficientZeroFamily(MuZeroFamily):
             UnrollLoss whose reward term is reported as `value_prefix_loss`.
         """
         prefix = value_prefix_targets(inputs.reward_target, cfg.value_prefix.lstm_horizon_len)
-        loss = unroll_loss(net, replace(inputs, reward_target=prefix), loss_weights(cfg))
+        inputs = replace(inputs, reward_target=prefix)
+        loss = unroll_loss(net, inputs, loss_weights(cfg), self.policy_terms(cfg))
         terms = dict(loss.terms)
         terms["value_prefix_loss"] = terms.pop("reward_loss")
         return replace(loss, terms=terms)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from zeropipe.algos.losses import LossWeights, UnrollInputs, UnrollLoss, unroll_loss
+from zeropipe.algos.losses import LossWeights, PolicyTerms, UnrollInputs, UnrollLoss, unroll_loss
 from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig
 from zeropipe.models import MuZeroNetwork, Network, NetworkOutput
@@ -62,7 +62,13 @@ class MuZeroFamily:
         train_iter: int,
     ) -> UnrollLoss:
         """`unroll_loss` with the config's term weights."""
-        return unroll_loss(net, inputs, loss_weights(cfg))
+        return unroll_loss(net, inputs, loss_weights(cfg), self.policy_terms(cfg))
+
+    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
+        """The unroll's policy loss and entropy per step; None: the cross-entropy against the
+        full-A target (`losses.full_policy_terms`). A variant with another policy head (the
+        continuous sampled types) returns its own."""
+        return None
 
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig

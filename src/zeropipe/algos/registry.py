@@ -15,7 +15,9 @@ from zeropipe.algos.efficientzero import EFFICIENTZERO
 from zeropipe.algos.muzero import MUZERO
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
+from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO
 from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
+from zeropipe.algos.sampled_unizero import SAMPLED_UNIZERO
 from zeropipe.algos.stochastic import STOCHASTIC
 from zeropipe.algos.unizero import UNIZERO
 from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
@@ -23,25 +25,33 @@ from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
 # Config keys under `policy` that only some types read.
 _UNIZERO_OPTIONS = ("model.world_model", "kv_cache_clear_interval")
 _RNN_OPTIONS = ("context_length_init", "model.rnn_hidden_size")
+_SAMPLED_OPTIONS = (
+    "sampled",
+    "model.continuous_action_space",
+    "model.sigma_type",
+    "model.fixed_sigma_value",
+)
 
 ALGORITHMS: dict[str, Algorithm] = {
     algo.name: algo
     for algo in (
         Algorithm("muzero", MUZERO, "puct"),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
-        Algorithm(
-            "sampled_muzero",
-            SAMPLED_MUZERO,
-            "sampled",
-            options=(
-                "sampled",
-                "model.continuous_action_space",
-                "model.sigma_type",
-                "model.fixed_sigma_value",
-            ),
-        ),
+        Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=_SAMPLED_OPTIONS),
         Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
+        Algorithm(
+            "sampled_efficientzero",
+            SAMPLED_EFFICIENTZERO,
+            "sampled",
+            options=(*_SAMPLED_OPTIONS, "value_prefix"),
+        ),
         Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
+        Algorithm(
+            "sampled_unizero",
+            SAMPLED_UNIZERO,
+            "sampled",
+            options=(*_SAMPLED_OPTIONS, *_UNIZERO_OPTIONS),
+        ),
         Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
         Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
         Algorithm("stochastic_muzero", STOCHASTIC, "chance", options=("stochastic",)),
@@ -96,3 +106,33 @@ def _is_set(model: BaseModel, path: list[str]) -> bool:
         model = getattr(model, part)
     field = type(model).model_fields[path[-1]]
     return getattr(model, path[-1]) != field.get_default(call_default_factory=True)
+
+
+def check_action_kind(policy: PolicyConfig, env_id: str, continuous: bool, size: int) -> None:
+    """The env's action kind and `policy.model.continuous_action_space` must agree (checked at
+    config load, before anything is written; the collector checks again).
+
+    Args:
+        policy: the policy settings.
+        env_id: the env, for the message.
+        continuous: the env has Box actions.
+        size: D for Box actions, A for discrete ones.
+
+    Raises:
+        ConfigError: naming the env, its action kind and the fix.
+    """
+    wants = policy.model.continuous_action_space
+    if continuous == wants:
+        return
+    owners = " / ".join(
+        sorted(a.name for a in ALGORITHMS.values() if "model.continuous_action_space" in a.options)
+    )
+    if continuous:
+        raise ConfigError(
+            f"env.env_id {env_id!r} has Box actions of {size} dimensions; continuous actions "
+            f"need policy.type {owners} with policy.model.continuous_action_space: true"
+        )
+    raise ConfigError(
+        f"env.env_id {env_id!r} has {size} discrete actions; set "
+        "policy.model.continuous_action_space: false"
+    )

@@ -18,17 +18,48 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from zeropipe.algos.losses import UnrollInputs, UnrollLoss, unroll_loss
-from zeropipe.algos.muzero import MuZeroFamily, loss_weights
+from zeropipe.algos.losses import PolicyTerms, UnrollInputs
+from zeropipe.algos.muzero import MuZeroFamily
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.sampled_losses import continuous_policy_terms
 from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import ConfigError, PolicyConfig
-from zeropipe.models import Network
 
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
+
+
+def check_sampled_actions(num_actions: int, cfg: PolicyConfig) -> None:
+    """K sampled actions must fit a discrete action set (sampling is without replacement).
+
+    Raises:
+        ConfigError: more sampled actions than the env has discrete actions.
+    """
+    k = cfg.sampled.num_of_sampled_actions
+    if not cfg.model.continuous_action_space and k > num_actions:
+        raise ConfigError(
+            f"policy.sampled.num_of_sampled_actions={k} exceeds the env's {num_actions} "
+            "discrete actions (sampling is without replacement); set it to at most "
+            f"{num_actions}"
+        )
+
+
+def continuous_unroll_inputs(
+    batch: ReplayBatch, targets: Targets, frame_ndim: int, needs_obs_seq: bool, cfg: PolicyConfig
+) -> UnrollInputs:
+    """The loss's inputs for continuous actions: float32 [B, K, D] actions and the
+    [B, K+1, Ks, D] root sampled actions the policy targets belong to (re-sampled where
+    reanalysed).
+
+    Raises:
+        ValueError: the targets carry no root sampled actions.
+    """
+    if targets.sampled_actions is None:
+        raise ValueError("sampled search (continuous): the batch has no root sampled actions")
+    inputs = unroll_inputs(batch, targets, frame_ndim, needs_obs_seq, cfg.device, np.float32)
+    sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
+    return replace(inputs, sampled_actions=sampled)
 
 
 class SampledMuZeroFamily(MuZeroFamily):
@@ -38,64 +69,25 @@ class SampledMuZeroFamily(MuZeroFamily):
     def build_network(
         self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
     ) -> torch.nn.Module:
-        """MuZero's network, after checking K <= A (discrete) or that nothing re-searches the
-        stored targets (continuous; `num_actions` is then D).
-
-        Raises:
-            ConfigError: more sampled actions than the env has actions; reanalysis with
-                continuous actions.
-        """
-        k = cfg.sampled.num_of_sampled_actions
-        if cfg.model.continuous_action_space:
-            _check_continuous(cfg)
-        elif k > num_actions:
-            raise ConfigError(
-                f"policy.sampled.num_of_sampled_actions={k} exceeds the env's {num_actions} "
-                "discrete actions (sampling is without replacement); set it to at most "
-                f"{num_actions}"
-            )
+        """The next family's network (MuZero's; EfficientZero's for sampled_efficientzero),
+        after `check_sampled_actions` (continuous: `num_actions` is D)."""
+        check_sampled_actions(num_actions, cfg)
         return super().build_network(input_shape, num_actions, cfg)
 
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
-        """MuZero's inputs; continuous: float32 [B, K, D] actions and the [B, K+1, Ks, D] root
-        sampled actions the policy targets belong to (re-sampled where reanalysed)."""
+        """MuZero's inputs; continuous: `continuous_unroll_inputs`."""
         if not cfg.model.continuous_action_space:
             return super().unroll_inputs(batch, targets, frame_ndim, cfg)
-        if targets.sampled_actions is None:
-            raise ValueError("sampled_muzero (continuous): the batch has no root sampled actions")
-        inputs = unroll_inputs(
-            batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device, np.float32
-        )
-        sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
-        return replace(inputs, sampled_actions=sampled)
+        return continuous_unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg)
 
-    def loss(
-        self,
-        net: Network,
-        target_net: Network,
-        inputs: UnrollInputs,
-        cfg: PolicyConfig,
-        train_iter: int,
-    ) -> UnrollLoss:
-        """MuZero's unroll loss; continuous: the policy loss over the root sampled actions."""
+    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
+        """MuZero's cross-entropy (discrete); continuous: the policy loss over the root sampled
+        actions (`sampled_losses.continuous_policy_terms`)."""
         if not cfg.model.continuous_action_space:
-            return super().loss(net, target_net, inputs, cfg, train_iter)
-        terms = continuous_policy_terms(cfg.sampled.policy_loss_type)
-        return unroll_loss(net, inputs, loss_weights(cfg), terms)
-
-
-def _check_continuous(cfg: PolicyConfig) -> None:
-    """Reanalysis re-samples the root actions; the learner trains on them, but the pipeline's
-    buffer write-back (pipeline/training.py) does not yet pass `PolicyWriteback.sampled_actions`
-    on, so the buffer would pair new targets with old actions: refused for continuous actions."""
-    if cfg.reanalyze_ratio > 0 or cfg.buffer_reanalyze_freq > 0:
-        raise ConfigError(
-            "sampled_muzero with policy.model.continuous_action_space does not support "
-            "reanalysis yet (the re-sampled root actions are not written back); set "
-            "policy.reanalyze_ratio=0 and policy.buffer_reanalyze_freq=0"
-        )
+            return super().policy_terms(cfg)
+        return continuous_policy_terms(cfg.sampled.policy_loss_type)
 
 
 SAMPLED_MUZERO = SampledMuZeroFamily()

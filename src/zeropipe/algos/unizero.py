@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.losses import PolicyTerms, UnrollInputs, UnrollLoss, cross_entropy, entropy
 from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig
 from zeropipe.models import RootContexts, UniZeroNetwork, logits_to_scalar, scalar_to_two_hot
@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 
 
 def unizero_loss(
-    net, target_net, inp: UnrollInputs, cfg: PolicyConfig, train_iter: int
+    net,
+    target_net,
+    inp: UnrollInputs,
+    cfg: PolicyConfig,
+    train_iter: int,
+    policy_terms: PolicyTerms | None = None,
 ) -> UnrollLoss:
     """Per-sample UniZero loss.
 
@@ -34,12 +39,14 @@ def unizero_loss(
         inp: targets and masks; `inp.obs_seq` holds the K+1 stacked observations [B, K+1, ...].
         cfg: policy settings (world-model loss weights, label smoothing, entropy weight).
         train_iter: the learner's iteration, which drives train_iter-dependent schedules.
+        policy_terms: `policy_terms(policy output at o_k, inp, k)` -> (policy loss [B],
+            entropy [B]), unmasked; None: the cross-entropy against the full-A target.
 
     Returns:
         UnrollLoss with `per_sample` [B] and the root value prediction [B].
     """
     wm = cfg.model.world_model
-    b, k = inp.actions.shape
+    b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
     obs = inp.obs_seq
     tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
     out = net.sequence(tokens, inp.actions)
@@ -54,8 +61,8 @@ def unizero_loss(
     latent = ((out.next_latent - target_latent) ** 2).mean(dim=-1) * step_mask
     reward = cross_entropy(out.reward_logits, reward_cat) * step_mask
     value = cross_entropy(out.value_logits, value_cat) * value_mask
-    ent = entropy(out.policy_logits) * policy_mask
-    policy = cross_entropy(out.policy_logits, inp.policy_target[:, :k]) * policy_mask
+    policy, ent = _policy_terms(out.policy_logits, inp, policy_terms)
+    policy, ent = policy * policy_mask, ent * policy_mask
     policy = policy - cfg.policy_entropy_weight * ent
     terms = {
         "latent_loss": _per_sample_mean(latent, step_mask),
@@ -74,6 +81,18 @@ def unizero_loss(
     means = {name: t.detach().mean() for name, t in terms.items()}
     means["loss_train_iter"] = torch.tensor(float(train_iter))
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def _policy_terms(
+    policy_out: torch.Tensor, inp: UnrollInputs, policy_terms: PolicyTerms | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unmasked policy loss and entropy at every o_k ([B, K] each) from the policy outputs
+    [B, K, ...]: full-A cross-entropy and entropy, or `policy_terms` step by step."""
+    k = policy_out.shape[1]
+    if policy_terms is None:
+        return cross_entropy(policy_out, inp.policy_target[:, :k]), entropy(policy_out)
+    steps = [policy_terms(policy_out[:, j], inp, j) for j in range(k)]
+    return torch.stack([p for p, _ in steps], 1), torch.stack([e for _, e in steps], 1)
 
 
 def _per_sample_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -95,8 +114,12 @@ class UniZeroFamily:
         return True
 
     def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
-        """`unizero_loss`."""
-        return unizero_loss(net, target_net, inputs, cfg, train_iter)
+        """`unizero_loss` with this family's `policy_terms`."""
+        return unizero_loss(net, target_net, inputs, cfg, train_iter, self.policy_terms(cfg))
+
+    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
+        """None: the cross-entropy against the full-A target (a variant may replace it)."""
+        return None
 
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig

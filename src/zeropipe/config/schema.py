@@ -126,7 +126,7 @@ class ModelConfig(_Strict):
     )
     continuous_action_space: bool = Field(
         False,
-        description="sampled_muzero: the env has Box actions of D dimensions (the env's "
+        description="sampled types: the env has Box actions of D dimensions (the env's "
         "action_space_size is D); the policy head is a tanh-Gaussian [mu(D), sigma(D)] and the "
         "dynamics reads the action vector (LightZero `continuous_action_space`).",
     )
@@ -171,7 +171,7 @@ class GumbelConfig(_Strict):
 
 
 class SampledConfig(_Strict):
-    """Sampled search (sampled_muzero; Hubert et al. 2021, "Learning and planning in complex
+    """Sampled search (the sampled types; Hubert et al. 2021, "Learning and planning in complex
     action spaces")."""
 
     num_of_sampled_actions: int = Field(
@@ -181,7 +181,8 @@ class SampledConfig(_Strict):
         "uniform",
         description="PUCT prior term of a sampled child: uniform (1 / #children; the "
         "reference's sampled_muzero and sampled_unizero) or density (prior / sum of the sampled "
-        "children's priors; the reference's sampled_efficientzero).",
+        "children's priors; the reference's intent for sampled_efficientzero, its default "
+        "here).",
     )
     policy_loss_type: Literal["cross_entropy", "kl"] = Field(
         "cross_entropy",
@@ -206,8 +207,13 @@ class ValuePrefixConfig(_Strict):
 
 # Per-type defaults that differ from the common ones (lightzero_facts §1.1): filled in before
 # validation for keys the input does not give.
-_TYPE_DEFAULTS: dict[str, dict[str, float]] = {
+# A nested section's defaults merge with the section the input gives.
+_TYPE_DEFAULTS: dict[str, dict[str, object]] = {
     "efficientzero": {"ssl_loss_weight": 2.0, "policy_entropy_weight": 0.0},
+    # the reference's sampled_efficientzero keeps the entropy term and means the `density` PUCT
+    # prior (its ctree's `.compare("density")` test is inverted, so it runs `uniform`; see
+    # mcts/sampled.py)
+    "sampled_efficientzero": {"ssl_loss_weight": 2.0, "sampled": {"prior": "density"}},
 }
 
 
@@ -450,11 +456,11 @@ class PolicyConfig(_Strict):
     )
     sampled: SampledConfig = Field(
         default_factory=SampledConfig,
-        description="Sampled search settings (sampled_muzero only).",
+        description="Sampled search settings (the sampled types only).",
     )
     value_prefix: ValuePrefixConfig = Field(
         default_factory=ValuePrefixConfig,
-        description="Value-prefix LSTM settings (efficientzero only).",
+        description="Value-prefix LSTM settings (efficientzero, sampled_efficientzero).",
     )
     stochastic: StochasticConfig = Field(
         default_factory=StochasticConfig,
@@ -474,8 +480,12 @@ class PolicyConfig(_Strict):
     def _type_defaults(cls, data):
         """A type's own defaults (e.g. efficientzero's SSL weight 2) for keys not given."""
         if isinstance(data, dict):
-            defaults = _TYPE_DEFAULTS.get(data.get("type", "muzero"), {})
-            data = {**defaults, **data}
+            merged = dict(_TYPE_DEFAULTS.get(data.get("type", "muzero"), {}))
+            for key, value in data.items():
+                default = merged.get(key)
+                both = isinstance(default, dict) and isinstance(value, dict)
+                merged[key] = {**default, **value} if both else value
+            data = merged
         return data
 
     @model_validator(mode="after")

@@ -29,7 +29,7 @@ import numpy as np
 from zeropipe.mcts.acting import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchOutput, SearchRoots
 from zeropipe.mcts.qtransform import root_completed_q
-from zeropipe.mcts.sampled import SampledSlots
+from zeropipe.mcts.sampled import RootNoise, SampledSlots
 from zeropipe.mcts.search import run_search, search_params
 from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT
 
@@ -222,8 +222,9 @@ def sampled_policy(
     """Sampled MuZero: PUCT over K sampled actions per node, target over the K root slots.
 
     Every search samples its own K root actions (so reanalysis re-samples). The Dirichlet root
-    noise is mixed in for collect and reanalyze with the `density` prior term only (with
-    `uniform` the PUCT prior ignores it, as the reference). Collect samples a slot from
+    noise is mixed in for collect and reanalyze with the `density` prior term only, into the
+    unnormalised sampled priors as the reference (`sampled.py`; with `uniform` the PUCT prior
+    ignores it). Collect samples a slot from
     visits^(1/T) with ε-greedy over the legal slots, eval takes the most visited slot; the
     action played is the slot's real action. The root slots' visits, visit distribution and Q
     are returned scattered onto their (distinct) real actions over the full action set, so
@@ -236,11 +237,20 @@ def sampled_policy(
     dim = num_actions // 2 if cfg.continuous_actions else 0
     if dim > 0:  # every continuous action is legal; the env's mask is [B, D], not [B, 2D]
         roots = replace(roots, action_mask=np.ones((batch_size, num_actions), dtype=np.bool_))
+    noise = None
+    if acting.mode != "eval":
+        noise = RootNoise(cfg.root_noise_weight, cfg.root_dirichlet_alpha)
     slots = SampledSlots(
-        batch_size, cfg.num_simulations + 1, cfg.num_sampled_actions, cfg.sampled_prior, rng, dim
+        batch_size,
+        cfg.num_simulations + 1,
+        cfg.num_sampled_actions,
+        cfg.sampled_prior,
+        rng,
+        dim,
+        root_noise=noise,
     )
-    noise = acting.mode != "eval" and cfg.sampled_prior == "density"
-    result = run_search(roots, recurrent_fn, cfg, rng, add_noise=noise, slots=slots)
+    # the slots mix the noise into the sampled priors before the search normalises them
+    result = run_search(roots, recurrent_fn, cfg, rng, add_noise=False, slots=slots)
     counts = result.visit_counts  # [B, K]
     legal = result.tree.root_legal.copy()  # [B, K] slots holding a legal sampled action
     if acting.mode == "collect":

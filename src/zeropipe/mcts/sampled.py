@@ -15,25 +15,47 @@ over the full action set (illegal actions masked at the root only) with Efraimid
 keys u^(1/p), the K largest in descending key order (LightZero's ctree).
 
 The PUCT prior term of a sampled child is `density`: π(a) / Σ π over the node's sampled
-children (LightZero's sampled_efficientzero), or `uniform`: 1 / #children (sampled_muzero,
-sampled_unizero), which ignores the learned prior and therefore also the root's Dirichlet
-noise, as the reference does. With `density` the root's Dirichlet noise is mixed into the
-normalised sampled priors over the legal slots.
+children (the reference's intent for sampled_efficientzero), or `uniform`: 1 / #children
+(sampled_muzero, sampled_unizero), which ignores the learned prior and therefore also the
+root's Dirichlet noise. (LightZero's ctrees name "density" but test it with an inverted
+`std::string::compare`, so both of its sampled trees in fact run `uniform`.)
+
+Root noise with `density` follows the reference's order (`add_exploration_noise`, then the
+UCB's normalisation; lightzero_facts §1.2.5): Dirichlet(α) noise n over the K legal slots is
+mixed into the *unnormalised* sampled priors, (1 − w)·π(a_k) + w·n_k (continuous: the densities
+exp(log π(a_k)), plus 1e-6), and only then normalised over the sampled children. Mixing after
+normalising would give the noise the weight w whatever Σ_k π(a_k) is; before, the noise weighs
+more where the K samples carry little of the policy's mass (discrete K < A), as in the reference.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from zeropipe.mcts.contract import SearchRoots, StepOutput
+from zeropipe.mcts.noise import dirichlet_noise
 from zeropipe.models.gaussian import sample_tanh_gaussian
 
 PriorKind = Literal["density", "uniform"]
 PRIOR_KINDS: tuple[str, ...] = ("density", "uniform")
 _TINY = 1e-30  # floor of a sampled probability before its log (a density slot logit)
+_NOISY_DENSITY_EPS = 1e-6  # the reference's floor of a noised continuous prior before its log
+
+
+@dataclass(frozen=True)
+class RootNoise:
+    """Dirichlet exploration noise of the root's sampled children (MuZero app. C).
+
+    Attributes:
+        weight: w, the noise's share of the mixed prior.
+        alpha: α of the Dirichlet over the K legal slots.
+    """
+
+    weight: float
+    alpha: float
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -82,8 +104,10 @@ class SampledSlots:
         num_nodes: N, nodes per tree (num_simulations + 1).
         num_sampled: K, sampled actions per node.
         prior: `density` or `uniform` (see the module docstring).
-        rng: source of the sampling keys (and of the Gaussian draws).
+        rng: source of the sampling keys (and of the Gaussian draws and the root noise).
         action_dim: D for continuous actions; 0 (the default) for discrete actions.
+        root_noise: Dirichlet noise mixed into the root's `density` priors before they are
+            normalised (None: no noise; ignored by `uniform`, which reads no prior).
     """
 
     def __init__(
@@ -94,6 +118,7 @@ class SampledSlots:
         prior: str,
         rng: np.random.Generator,
         action_dim: int = 0,
+        root_noise: RootNoise | None = None,
     ) -> None:
         if prior not in PRIOR_KINDS:
             raise ValueError(f"sampled search: prior {prior!r} is not one of {PRIOR_KINDS}")
@@ -105,6 +130,7 @@ class SampledSlots:
             self.actions = np.zeros((batch_size, num_nodes, num_sampled), dtype=np.int64)
         self.num_sampled = num_sampled
         self.prior = prior
+        self.root_noise = root_noise
         self._rng = rng
         self._rows = np.arange(batch_size)
 
@@ -123,14 +149,30 @@ class SampledSlots:
             slots a root with fewer than K legal actions could not fill).
         """
         if self.action_dim > 0:
-            logits, _ = self._sample_continuous(0, roots.policy_logits)
+            logits, log_prob = self._sample_continuous(0, roots.policy_logits)
             valid = np.ones(logits.shape, dtype=np.bool_)
+            if self.prior == "density" and self.root_noise is not None:
+                noised = self._noised(np.exp(log_prob), valid, self.root_noise)
+                noised += _NOISY_DENSITY_EPS
+                logits = np.log(noised).astype(np.float32)
             return replace(roots, policy_logits=logits, action_mask=valid)
         mask = roots.action_mask.astype(np.bool_)
         probs = softmax_rows(np.where(mask, roots.policy_logits, -np.inf))  # [B, A]
         actions, valid = sample_without_replacement(probs, self.num_sampled, self._rng, mask)
         self.actions[:, 0] = actions
-        return replace(roots, policy_logits=self._slot_logits(probs, actions), action_mask=valid)
+        logits = self._slot_logits(probs, actions)
+        if self.prior == "density" and self.root_noise is not None:
+            sampled = np.take_along_axis(probs, actions, axis=1)  # [B, K]
+            noised = self._noised(sampled, valid, self.root_noise)
+            logits = np.log(np.maximum(noised, _TINY)).astype(np.float32)
+        return replace(roots, policy_logits=logits, action_mask=valid)
+
+    def _noised(self, priors: np.ndarray, valid: np.ndarray, noise: RootNoise) -> np.ndarray:
+        """(1 − w)·priors + w·Dirichlet(α) over the `valid` slots: [B, K] float64, unnormalised
+        (the PUCT term normalises it over the sampled children)."""
+        dirichlet = dirichlet_noise(valid, noise.alpha, self._rng)
+        mixed = (1.0 - noise.weight) * priors + noise.weight * dirichlet
+        return np.where(valid, mixed, 0.0)
 
     def expand(self, node: int, step: StepOutput) -> StepOutput:
         """Samples K actions at new node `node` of every tree from the step's logits [B, A].

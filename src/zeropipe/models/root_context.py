@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -39,12 +39,21 @@ class RootContextStats:
     starts: int = 0
 
 
+def _is_start(action: Any) -> bool:
+    """Whether a previous action marks an episode start: −1, or for a continuous action vector
+    every entry −1 (the actors set the row to −1; played actions lie strictly inside (−1, 1))."""
+    if isinstance(action, (list, tuple)):
+        return all(a == -1 for a in action)
+    return action < 0
+
+
 class _EnvHistory:
     """One env's raw history and cached window."""
 
     def __init__(self, context_steps: int) -> None:
         self.obs: deque[Tensor] = deque(maxlen=context_steps)  # each [*input_shape]
-        self.actions: deque[int] = deque(maxlen=context_steps)  # action before each obs
+        # the action before each obs: an int, or a list of D floats (continuous)
+        self.actions: deque[Any] = deque(maxlen=context_steps)
         self.window: Tensor | None = None  # [D]
         self.version = -1
 
@@ -80,15 +89,16 @@ class RootContexts:
 
     @torch.no_grad()
     def root(
-        self, obs: Tensor, env_ids: Sequence[int], prev_actions: Sequence[int]
+        self, obs: Tensor, env_ids: Sequence[int], prev_actions: Sequence[Any]
     ) -> NetworkOutput:
         """Search roots for the current observations of some envs, with their history as context.
 
         Args:
             obs: current observations of envs `env_ids`.  # [b, *input_shape]
             env_ids: which env each row belongs to (distinct).
-            prev_actions: the action taken before each observation; −1 at an episode start,
-                which also resets that env.
+            prev_actions: the action taken before each observation (an int, or a list of D
+                floats for continuous actions); −1 (every entry −1) at an episode start, which
+                also resets that env.
 
         Returns:
             value/policy at o, zero-reward logits, and the packed window as `latent` [b, D].
@@ -97,20 +107,21 @@ class RootContexts:
         tokens = net.encode(obs)  # [b, E]
         hits: list[int] = []
         rebuilds: list[int] = []
+        starts = [_is_start(action) for action in prev_actions]
         for row, (env_id, action) in enumerate(zip(env_ids, prev_actions, strict=True)):
             env = self._envs[env_id]
-            if action < 0:
+            if starts[row]:
                 env.clear()
                 self.stats.starts += 1
             valid = env.window is not None and env.version == net.weights_version
             env.obs.append(obs[row].detach().clone())
-            env.actions.append(int(action))
-            if valid and action >= 0:
+            env.actions.append(action)
+            if valid and not starts[row]:
                 hits.append(row)
             else:
                 rebuilds.append(row)
         self.stats.hits += len(hits)
-        self.stats.rebuilds += len(rebuilds) - sum(prev_actions[r] < 0 for r in rebuilds)
+        self.stats.rebuilds += len(rebuilds) - sum(starts[r] for r in rebuilds)
         parts = []
         if hits:
             parts.append(self._extend_cached(tokens, hits, env_ids, prev_actions))
@@ -144,14 +155,12 @@ class RootContexts:
             self.invalidate()
 
     def _extend_cached(
-        self, tokens: Tensor, rows: list[int], env_ids: Sequence[int], prev_actions: Sequence[int]
+        self, tokens: Tensor, rows: list[int], env_ids: Sequence[int], prev_actions: Sequence[Any]
     ) -> tuple[Tensor, Tensor]:
         """Extend valid windows by [a_prev, o]: (outputs at o [h, E], windows [h, D])."""
         net = self.network
         windows = torch.stack([self._envs[env_ids[r]].window for r in rows])  # [h, D]
-        actions = torch.tensor(
-            [prev_actions[r] for r in rows], device=tokens.device, dtype=torch.long
-        )
+        actions = net.action_tensor([prev_actions[r] for r in rows], tokens.device)
         new = torch.stack([net.embed_actions(actions), tokens[rows]], dim=1)  # [h, 2, E]
         out, windows = net.transformer.extend(windows, new)
         return out[:, -1], windows
@@ -166,9 +175,7 @@ class RootContexts:
         past_tokens = net.encode(torch.stack(past)) if past else tokens[:0]  # [P, E]
         # The first kept obs's action follows an obs that is no longer kept: it is not a token.
         actions = [a for env in histories for a in list(env.actions)[1:]]
-        action_tokens = net.embed_actions(
-            torch.tensor(actions, device=tokens.device, dtype=torch.long)
-        )
+        action_tokens = net.embed_actions(net.action_tensor(actions, tokens.device))
         sequences: list[Tensor] = []
         used = 0
         for row, env in zip(rows, histories, strict=True):

@@ -11,7 +11,7 @@ a node is its packed transformer window (`transformer.WindowLayout`), so the one
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from zeropipe.config import ModelConfig
 from zeropipe.models.encoders import build_encoder, resolve_kind
+from zeropipe.models.gaussian import GaussianPolicyHead
 from zeropipe.models.heads import zero_linear
 from zeropipe.models.network import NetworkOutput
 from zeropipe.models.root_context import RootContexts
@@ -99,7 +100,8 @@ class UniZeroNetwork(nn.Module):
 
         Args:
             input_shape: (S·O,) for vectors or (S·C, H, W) for images.
-            action_space_size: A.
+            action_space_size: A, or D with `cfg.continuous_action_space` (sampled_unizero: a
+                tanh-Gaussian policy head and a linear action embedding).
             cfg: encoder sizes, supports and `cfg.world_model`.
 
         Raises:
@@ -116,13 +118,25 @@ class UniZeroNetwork(nn.Module):
         self.weights_version = 0
         self.value_support = DiscreteSupport(*cfg.value_support_range)
         self.reward_support = DiscreteSupport(*cfg.reward_support_range)
+        self.continuous = cfg.continuous_action_space
         self.tokenizer = ObservationTokenizer(self.input_shape, wm.embed_dim, cfg)
-        self.action_embedding = nn.Embedding(action_space_size, wm.embed_dim)
+        self.action_embedding: nn.Module = (
+            # an action vector [D] is projected to a token (LightZero sampled_unizero)
+            nn.Linear(action_space_size, wm.embed_dim, bias=False)
+            if self.continuous
+            else nn.Embedding(action_space_size, wm.embed_dim)
+        )
         self.transformer = CausalTransformer(
             wm.embed_dim, wm.num_layers, wm.num_heads, self.context_tokens, wm.dropout
         )
         self.value_head = _token_head(wm.embed_dim, self.value_support.size)
-        self.policy_head = _token_head(wm.embed_dim, action_space_size)
+        self.policy_head: nn.Module = (
+            GaussianPolicyHead(
+                wm.embed_dim, wm.embed_dim, action_space_size, cfg.sigma_type, cfg.fixed_sigma_value
+            )
+            if self.continuous
+            else _token_head(wm.embed_dim, action_space_size)
+        )
         self.reward_head = _token_head(wm.embed_dim, self.reward_support.size)
         # Not zero-initialised: a zero input to the final LayerNorm has gradient ~1/sqrt(eps).
         self.latent_head = nn.Sequential(
@@ -150,11 +164,22 @@ class UniZeroNetwork(nn.Module):
         return self.tokenizer(obs)
 
     def embed_actions(self, actions: Tensor) -> Tensor:
-        """Action tokens [...] int64 -> [..., E]."""
+        """Action tokens: [...] int64 indices or [..., D] float vectors (continuous) -> [..., E]."""
+        if self.continuous:
+            return self.action_embedding(actions.to(self.action_embedding.weight.dtype))
         return self.action_embedding(actions)
 
+    def action_tensor(self, actions: Sequence[Any], device: torch.device) -> Tensor:
+        """Acting-side actions (ints, or D-float vectors when continuous) as the tensor
+        `embed_actions` reads: [n] int64 or [n, D] float32."""
+        if self.continuous:
+            values = torch.tensor(actions, device=device, dtype=torch.float32)
+            return values.view(-1, self.action_space_size)
+        return torch.tensor(actions, device=device, dtype=torch.long)
+
     def observation_heads(self, outputs: Tensor) -> tuple[Tensor, Tensor]:
-        """Outputs at observation tokens [..., E] -> (value [..., S_v], policy [..., A])."""
+        """Outputs at observation tokens [..., E] -> (value [..., S_v], policy [..., A]; for
+        continuous actions the Gaussian parameters [..., 2D], mu then sigma)."""
         return self.value_head(outputs), self.policy_head(outputs)
 
     def zero_reward_logits(self, batch: int) -> Tensor:
@@ -182,7 +207,7 @@ class UniZeroNetwork(nn.Module):
 
         Args:
             latent: packed windows.  # [B, D]
-            action: action indices, int64.  # [B]
+            action: action indices, int64 [B]; continuous: action vectors [B, D].
 
         Returns:
             The new packed windows as `latent`, reward, value and policy logits.
@@ -205,7 +230,8 @@ class UniZeroNetwork(nn.Module):
 
         Args:
             obs_tokens: observation tokens from `encode`.  # [B, K, E]
-            actions: actions taken after each observation, int64.  # [B, K]
+            actions: actions taken after each observation, int64 [B, K]; continuous:
+                [B, K, D] float.
 
         Returns:
             Value/policy at o_k; reward and the predicted o_{k+1} token at a_k.

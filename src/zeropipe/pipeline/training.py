@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import PolicyConfig
 from zeropipe.learner.learner import Learner, StepResult
@@ -114,8 +115,7 @@ class Trainer:
         if self.cfg.use_priority:
             self.buffer.update_priorities(batch.indices, result.priorities, batch.make_time)
         if result.writeback is not None and result.writeback.indices.size:
-            wb = result.writeback
-            self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time)
+            self._write_back(result.writeback)
         self.stats.add(result.metrics, time.perf_counter() - start)
         budget.progress += 1
         if budget.done:
@@ -138,10 +138,14 @@ class Trainer:
         if self.buffer.num_transitions // cfg.num_unroll_steps <= needed:
             return False
         roots = self.buffer.sample_reanalysis(cfg.reanalyze_batch_size, cfg.reanalyze_partition)
-        wb = self.learner.targets.reanalyze(roots)
-        self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time)
+        self._write_back(self.learner.targets.reanalyze(roots))
         self.reanalyses += 1
         return True
+
+    def _write_back(self, wb: PolicyWriteback) -> None:
+        """Reanalysed targets into the buffer, with the root sampled actions a sampled search
+        re-sampled (the targets are over those actions; None for other searches)."""
+        self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time, wb.sampled_actions)
 
     def queued_steps(self) -> int:
         """Learner steps still owed."""
