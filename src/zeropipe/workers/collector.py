@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from zeropipe.algos import registry
 from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ConfigError, ExperimentConfig
@@ -158,21 +159,12 @@ def check_action_kind(cfg: ExperimentConfig, envs: EnvBatch) -> None:
     """The env's action space and `policy.model.continuous_action_space` must agree.
 
     Raises:
-        ConfigError: naming the env, its action kind and the setting (the envs are closed).
+        ConfigError: naming the env, its action kind and the fix (the envs are closed).
     """
-    wants = cfg.policy.model.continuous_action_space
-    if envs.spec.continuous == wants:
-        return
-    envs.close()
-    space = (
-        f"Box actions of {envs.spec.action_dim} dimensions"
-        if envs.spec.continuous
-        else (f"{envs.spec.action_space_size} discrete actions")
-    )
-    hint = (
-        "continuous actions need policy.type sampled_muzero with "
-        "policy.model.continuous_action_space: true"
-        if envs.spec.continuous
-        else "set policy.model.continuous_action_space: false"
-    )
-    raise ConfigError(f"env.env_id {cfg.env.env_id!r} has {space}; {hint}")
+    spec = envs.spec
+    size = spec.action_dim if spec.continuous else spec.action_space_size
+    try:
+        registry.check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, size)
+    except ConfigError:
+        envs.close()
+        raise
