@@ -7,7 +7,9 @@ it, the best and final eval, and the largest drop after the first success (how f
 below the best eval seen before it, once the threshold was reached); with `--hold-envsteps N`
 (runs continued past success: set the stop value out of reach) also the lowest eval in the N env
 steps after the first success, "n/c" where a run stopped before N. It writes the table as JSON
-and the curves as one PNG (mean with a min–max band per config and pipeline).
+and the curves as one PNG (mean with a min–max band per config and pipeline). `--judge-only DIR`
+trains nothing: it judges the run directories an earlier invocation left in DIR (an interrupted
+set: a run without a "stop" record counts as failed) and writes the table and PNG there.
 """
 
 from __future__ import annotations
@@ -116,6 +118,14 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int, timeout_s: float)
         except subprocess.TimeoutExpired:
             code = -1
     return _read_curve(spec, code)
+
+
+def read_finished(spec: RunSpec) -> Curve:
+    """The curve of a run directory left by an earlier invocation; its return code is 0 when
+    the run logged its "stop" record, 1 when it ended early (killed, crashed or cut off)."""
+    metrics = spec.run_dir / "log" / "metrics.jsonl"
+    stopped = metrics.is_file() and '"event": "stop"' in metrics.read_text()
+    return _read_curve(spec, 0 if stopped else 1)
 
 
 def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
@@ -230,6 +240,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, help="runs at once (default: what the cores allow)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     parser.add_argument(
+        "--judge-only",
+        type=Path,
+        metavar="DIR",
+        help="train nothing: judge the run directories of an earlier invocation in DIR",
+    )
+    parser.add_argument(
         "--hold-envsteps",
         type=int,
         default=0,
@@ -242,23 +258,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = args.out / stamp
+    out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
     specs = [
         RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")
         for c in args.configs
         for p in args.pipelines
         for s in args.seeds
     ]
-    cores = os.cpu_count() or 1
-    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
-    jobs = args.jobs or max(1, cores // per_run)
-    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
-    print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
-    with ThreadPoolExecutor(jobs) as pool:
-        curves = list(
-            pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs)
-        )
+    judged = args.judge_only is not None
+    curves = [read_finished(spec) for spec in specs] if judged else _train_all(specs, args)
     rows = []
     for config in args.configs:
         threshold = _threshold(config, args.overrides, args.threshold)
@@ -270,6 +278,18 @@ def main(argv: list[str] | None = None) -> None:
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
     print(f"table: {out / 'learning.json'}\ncurves: {out / 'learning.png'}")
+
+
+def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
+    """Train every run, as many at once as the cores (or `--jobs`) allow."""
+    cores = os.cpu_count() or 1
+    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
+    jobs = args.jobs or max(1, cores // per_run)
+    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
+    out = specs[0].run_dir.parent
+    print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs))
 
 
 def _plot(curves: list[Curve], path: Path) -> None:
