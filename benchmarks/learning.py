@@ -4,8 +4,12 @@ Runs in: its own process; each training run is the real CLI in a subprocess, as 
 the cores allow. One seed passing a threshold once says little, so per (config, pipeline) it
 prints the success rate at the threshold, the median and range of env steps and wall seconds to
 it, the best and final eval, and the largest drop after the first success (how far an eval fell
-below the best eval seen before it, once the threshold was reached); it writes the table as JSON
-and the curves as one PNG (mean with a min–max band per config and pipeline).
+below the best eval seen before it, once the threshold was reached); with `--hold-envsteps N`
+(runs continued past success: set the stop value out of reach) also the lowest eval in the N env
+steps after the first success, "n/c" where a run stopped before N. It writes the table as JSON
+and the curves as one PNG (mean with a min–max band per config and pipeline). `--judge-only DIR`
+trains nothing: it judges the run directories an earlier invocation left in DIR (an interrupted
+set: a run without a "stop" record counts as failed) and writes the table and PNG there.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from zeropipe.cli.curves import plot_runs, read_run
@@ -66,6 +70,10 @@ class Row:
     final: list[float]
     largest_drop_after_success: list[float]
     failed_runs: int
+    hold_envsteps: int = 0
+    # per successful seed: the lowest eval in (first success, first success + hold_envsteps],
+    # None where the run stopped before the end of that window
+    lowest_in_hold: list[float | None] = field(default_factory=list)
 
 
 def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
@@ -112,9 +120,18 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int, timeout_s: float)
     return _read_curve(spec, code)
 
 
-def judge(curves: list[Curve], threshold: float) -> Row:
-    """Success rate and spread over the seeds of one (config, pipeline)."""
-    steps, walls, bests, finals, drops = [], [], [], [], []
+def read_finished(spec: RunSpec) -> Curve:
+    """The curve of a run directory left by an earlier invocation; its return code is 0 when
+    the run logged its "stop" record, 1 when it ended early (killed, crashed or cut off)."""
+    metrics = spec.run_dir / "log" / "metrics.jsonl"
+    stopped = metrics.is_file() and '"event": "stop"' in metrics.read_text()
+    return _read_curve(spec, 0 if stopped else 1)
+
+
+def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
+    """Success rate and spread over the seeds of one (config, pipeline); with `hold_envsteps`,
+    the lowest eval of each successful seed in that many env steps after its first success."""
+    steps, walls, bests, finals, drops, holds = [], [], [], [], [], []
     for curve in curves:
         if not curve.rewards:
             continue
@@ -126,6 +143,8 @@ def judge(curves: list[Curve], threshold: float) -> Row:
         steps.append(curve.envsteps[first])
         walls.append(curve.wall_s[first])
         drops.append(_largest_drop(curve.rewards[first:]))
+        if hold_envsteps:
+            holds.append(_lowest_in_hold(curve, first, hold_envsteps))
     spec = curves[0].spec
     return Row(
         config=spec.config,
@@ -139,7 +158,19 @@ def judge(curves: list[Curve], threshold: float) -> Row:
         final=finals,
         largest_drop_after_success=drops,
         failed_runs=sum(c.returncode != 0 for c in curves),
+        hold_envsteps=hold_envsteps,
+        lowest_in_hold=holds,
     )
+
+
+def _lowest_in_hold(curve: Curve, first: int, hold_envsteps: int) -> float | None:
+    """Lowest eval in (envsteps[first], envsteps[first] + hold_envsteps]; None if the curve ends
+    before that window does (the run did not go on long enough to judge)."""
+    end = curve.envsteps[first] + hold_envsteps
+    if curve.envsteps[-1] < end:
+        return None
+    window = [r for e, r in zip(curve.envsteps, curve.rewards, strict=True) if e <= end]
+    return min(window[first:])
 
 
 def _largest_drop(rewards: list[float]) -> float:
@@ -164,16 +195,30 @@ def format_table(rows: list[Row]) -> str:
         "| config | pipeline | success | env steps to threshold | wall s to it | best | final "
         "| largest drop after success |\n|---|---|---|---|---|---|---|---|"
     )
+    hold = max((row.hold_envsteps for row in rows), default=0)
+    if hold:
+        head = head.replace(" |\n|", f" | lowest eval in {hold:,} env steps after success |\n|")
+        head += "---|"
     lines = [head]
     for row in rows:
         name = Path(row.config).stem
-        lines.append(
+        line = (
             f"| {name} (≥ {row.threshold:g}) | {row.pipeline} | {row.successes}/{row.seeds} "
             f"| {_spread(row.envsteps_to_threshold)} | {_spread(row.wall_s_to_threshold)} "
             f"| {_spread(row.best)} | {_spread(row.final)} "
             f"| {_spread(row.largest_drop_after_success)} |"
         )
+        if hold:
+            line += f" {_lows(row.lowest_in_hold)} |"
+        lines.append(line)
     return "\n".join(lines)
+
+
+def _lows(values: list[float | None]) -> str:
+    """Each successful seed's lowest eval in the hold window ("n/c": not covered)."""
+    if not values:
+        return "-"
+    return ", ".join("n/c" if v is None else f"{v:,.0f}" for v in values)
 
 
 def _threshold(config: str, overrides: list[str], given: float | None) -> float:
@@ -194,40 +239,57 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning")
     parser.add_argument("--jobs", type=int, help="runs at once (default: what the cores allow)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
+    parser.add_argument(
+        "--judge-only",
+        type=Path,
+        metavar="DIR",
+        help="train nothing: judge the run directories of an earlier invocation in DIR",
+    )
+    parser.add_argument(
+        "--hold-envsteps",
+        type=int,
+        default=0,
+        help="also report the lowest eval in this many env steps after the first success "
+        "(continue the runs: set env.stop_value out of reach and max_env_step long enough)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = args.out / stamp
+    out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
     specs = [
         RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")
         for c in args.configs
         for p in args.pipelines
         for s in args.seeds
     ]
-    cores = os.cpu_count() or 1
-    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
-    jobs = args.jobs or max(1, cores // per_run)
-    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
-    print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
-    with ThreadPoolExecutor(jobs) as pool:
-        curves = list(
-            pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs)
-        )
+    judged = args.judge_only is not None
+    curves = [read_finished(spec) for spec in specs] if judged else _train_all(specs, args)
     rows = []
     for config in args.configs:
         threshold = _threshold(config, args.overrides, args.threshold)
         for pipeline in args.pipelines:
             group = [c for c in curves if c.spec.config == config and c.spec.pipeline == pipeline]
-            rows.append(judge(group, threshold))
+            rows.append(judge(group, threshold, args.hold_envsteps))
     table = format_table(rows)
     print(table)
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
     print(f"table: {out / 'learning.json'}\ncurves: {out / 'learning.png'}")
+
+
+def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
+    """Train every run, as many at once as the cores (or `--jobs`) allow."""
+    cores = os.cpu_count() or 1
+    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
+    jobs = args.jobs or max(1, cores // per_run)
+    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
+    out = specs[0].run_dir.parent
+    print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs))
 
 
 def _plot(curves: list[Curve], path: Path) -> None:

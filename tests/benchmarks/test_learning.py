@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from benchmarks.learning import Curve, RunSpec, format_table, judge
+from benchmarks.learning import Curve, RunSpec, format_table, judge, read_finished
 
 
 def _curve(seed: int, envsteps: list[int], rewards: list[float], code: int = 0) -> Curve:
@@ -31,3 +32,41 @@ def test_a_run_without_evals_counts_as_a_failed_seed():
     row = judge([_curve(0, [], [], code=1), _curve(1, [500], [480])], threshold=475)
     assert (row.seeds, row.successes, row.failed_runs) == (2, 1, 1)
     assert "1/2" in format_table([row])
+
+
+def test_the_lowest_eval_in_the_hold_window_after_success():
+    curves = [
+        # success at 2000; window (2000, 4000]: 430, 480; the 100 at 5000 is past it
+        _curve(0, [1000, 2000, 3000, 4000, 5000], [100, 480, 430, 480, 100]),
+        _curve(1, [1000, 2000, 3000], [200, 500, 500]),  # stopped before 4000: not covered
+        _curve(2, [1000, 2000], [100, 409]),  # never succeeds: no entry
+    ]
+    row = judge(curves, threshold=475, hold_envsteps=2000)
+    assert row.lowest_in_hold == [430, None]
+    table = format_table([row])
+    assert "lowest eval in 2,000 env steps after success" in table
+    assert table.splitlines()[-1].endswith("| 430, n/c |")
+    assert judge(curves, threshold=475).lowest_in_hold == []
+
+
+def _write_run(run_dir: Path, evals: list[tuple[int, float]], stopped: bool) -> None:
+    (run_dir / "log").mkdir(parents=True)
+    lines = [
+        json.dumps({"event": "eval", "time_s": float(i), "envstep": e, "reward_mean": r})
+        for i, (e, r) in enumerate(evals)
+    ]
+    if stopped:
+        lines.append(json.dumps({"event": "stop", "time_s": 9.0, "envstep": evals[-1][0]}))
+    (run_dir / "log" / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_judge_only_reads_left_run_dirs_and_counts_unstopped_runs_as_failed(tmp_path):
+    done = RunSpec("configs/cartpole_muzero.yaml", "sync", 0, tmp_path / "a_sync_seed0")
+    cut = RunSpec("configs/cartpole_muzero.yaml", "sync", 1, tmp_path / "a_sync_seed1")
+    _write_run(done.run_dir, [(1000, 100.0), (2000, 480.0)], stopped=True)
+    _write_run(cut.run_dir, [(1000, 50.0)], stopped=False)
+    curves = [read_finished(done), read_finished(cut)]
+    assert [c.returncode for c in curves] == [0, 1]
+    assert curves[0].envsteps == [1000, 2000] and curves[0].rewards == [100.0, 480.0]
+    row = judge(curves, threshold=475)
+    assert (row.successes, row.failed_runs) == (1, 1)
