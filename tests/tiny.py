@@ -43,3 +43,21 @@ def tiny_config(exp_name: Path, **policy) -> ExperimentConfig:
         },
     }
     return config_from_dict(raw)
+
+
+def tiny_2048_config(exp_name: Path, **policy) -> ExperimentConfig:
+    """`tiny_config` on 2048 (`zeropipe/2048-v0`, 16 exponent planes of 4x4) with a tiny conv net
+    kept at 4x4."""
+    raw = tiny_config(exp_name, **policy).model_dump(mode="json")
+    raw["env"]["env_id"] = "zeropipe/2048-v0"
+    raw["policy"]["model"] = {
+        "kind": "conv",
+        "downsample": False,
+        "num_channels": 8,
+        "num_res_blocks": 1,
+        "head_channels": 4,
+        "head_hidden_dim": 16,
+        "value_support_range": [-20, 21, 1],
+        "reward_support_range": [-20, 21, 1],
+    }
+    return config_from_dict(raw)

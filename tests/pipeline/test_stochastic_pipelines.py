@@ -1,4 +1,5 @@
-"""stochastic_muzero in both pipelines: the chance terms are learned, reanalysis included."""
+"""stochastic_muzero in both pipelines: the chance terms are learned, reanalysis included; on 2048
+with the env's true chance labels; without labels, a config error."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import json
 
 import pytest
 
-from tests.tiny import tiny_config
+from tests.tiny import tiny_2048_config, tiny_config
+from zeropipe.config import ConfigError
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.sync import train_sync
 
@@ -40,3 +42,34 @@ async def test_stochastic_muzero_trains_async(tmp_path):
     summary = await train_async(stochastic_config(tmp_path / "run"), show_progress=False)
     assert summary.train_iter > 0
     check_chance_terms_logged(tmp_path / "run")
+
+
+def true_label_config(path):
+    return tiny_2048_config(
+        path,
+        type="stochastic_muzero",
+        stochastic={"chance_space_size": 32, "use_true_chance_label": True},
+        reanalyze_ratio=0.5,
+    )
+
+
+def test_true_chance_labels_train_sync(tmp_path):
+    summary = train_sync(true_label_config(tmp_path / "run"))
+    assert summary.train_iter > 0
+    check_chance_terms_logged(tmp_path / "run")
+
+
+async def test_true_chance_labels_train_async(tmp_path):
+    summary = await train_async(true_label_config(tmp_path / "run"), show_progress=False)
+    assert summary.train_iter > 0
+    check_chance_terms_logged(tmp_path / "run")
+
+
+def test_true_chance_labels_need_an_env_that_reports_them(tmp_path):
+    cfg = tiny_config(
+        tmp_path / "run",
+        type="stochastic_muzero",
+        stochastic={"chance_space_size": 3, "use_true_chance_label": True},
+    )
+    with pytest.raises(ConfigError, match="does not report info\\['chance'\\]"):
+        train_sync(cfg)

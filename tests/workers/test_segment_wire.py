@@ -83,7 +83,9 @@ def test_round_trip_through_the_codec(kwargs: dict[str, Any], buffer_type: type)
 def test_wire_form_covers_every_segment_field() -> None:
     seg = make_segment(priorities=True)
     sampled = np.zeros((seg.num_stored, 2), dtype=np.int64)
-    wire = segment_to_wire(dataclasses.replace(seg, root_sampled_actions=sampled))
+    chances = np.zeros(seg.num_stored, dtype=np.int64)
+    full = dataclasses.replace(seg, root_sampled_actions=sampled, chance_labels=chances)
+    wire = segment_to_wire(full)
     assert set(wire) == {f.name for f in dataclasses.fields(GameSegment)}
     assert all(isinstance(v, np.ndarray | int | bool) for v in wire.values())
 

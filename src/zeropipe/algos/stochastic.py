@@ -6,18 +6,39 @@ loss unrolls K steps as MuZero's, each step through an afterstate: φ(s_k, a_k) 
 Extra terms, per LightZero §1.2.7: afterstate policy CE(σ, c_k detached), afterstate value
 CE(Q, value target k), commitment ||c_k − e||² (detached code). Unlike the reference, the code
 enters g with its straight-through gradient, so the encoder learns from the model's losses (the
-paper's estimator) rather than from the commitment term alone. The environment's true chance
-label is not used (no per-transition chance field in the buffer yet).
+paper's estimator) rather than from the commitment term alone.
+
+With `policy.stochastic.use_true_chance_label` (the reference's
+`use_ture_chance_label_in_chance_encoder`) the env's chance outcome of each transition, stored
+with the segments, is the code c_k (a one-hot without gradient) in g and in the afterstate policy
+target; the encoder still runs and its commitment term pulls it towards the true code.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+import numpy as np
 import torch
+import torch.nn.functional as F
 
 from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
 from zeropipe.algos.muzero import MuZeroFamily, loss_weights
-from zeropipe.config import PolicyConfig
+from zeropipe.algos.observation import to_tensor
+from zeropipe.config import ConfigError, PolicyConfig
 from zeropipe.models import Network, StochasticMuZeroNetwork, logits_to_scalar, scalar_to_two_hot
+
+if TYPE_CHECKING:
+    from zeropipe.algos.targets import Targets
+    from zeropipe.buffer import ReplayBatch
+
+
+@dataclass(frozen=True)
+class ChanceUnrollInputs(UnrollInputs):
+    """`UnrollInputs` plus the env's true chance outcomes of the K unroll transitions."""
+
+    chance_labels: torch.Tensor | None = None  # [B, K] int64 codes in [0, C)
 
 
 class StochasticFamily(MuZeroFamily):
@@ -50,6 +71,42 @@ class StochasticFamily(MuZeroFamily):
         """`stochastic_unroll_loss` with the config's weights."""
         return stochastic_unroll_loss(net, inputs, cfg)
 
+    def unroll_inputs(
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+    ) -> UnrollInputs:
+        """MuZero's inputs; with `use_true_chance_label` also the batch's chance labels."""
+        inputs = super().unroll_inputs(batch, targets, frame_ndim, cfg)
+        if not cfg.stochastic.use_true_chance_label:
+            return inputs
+        labels = true_chance_labels(batch, cfg.stochastic.chance_space_size)
+        base = {f.name: getattr(inputs, f.name) for f in fields(inputs)}
+        return ChanceUnrollInputs(**base, chance_labels=to_tensor(labels, cfg.device))
+
+
+def true_chance_labels(batch: ReplayBatch, chance_space_size: int) -> np.ndarray:
+    """The batch's stored chance labels, checked against C.
+
+    Returns:
+        int64 chance codes.  # [B, K]
+
+    Raises:
+        ConfigError: the env stored no labels, or a label does not fit `chance_space_size`.
+    """
+    labels = batch.chance_labels
+    if labels is None:
+        raise ConfigError(
+            "policy.stochastic.use_true_chance_label is set but the replay data has no chance "
+            "labels: the env does not report info['chance'] (zeropipe/2048-v0 does); set "
+            "use_true_chance_label: false to learn the chance codes with the encoder"
+        )
+    if labels.size and (labels.min() < 0 or labels.max() >= chance_space_size):
+        raise ConfigError(
+            f"the env reported chance label {int(labels.max())} (min {int(labels.min())}) but "
+            f"policy.stochastic.chance_space_size is {chance_space_size}; with "
+            "use_true_chance_label the codes must lie in [0, chance_space_size): raise it"
+        )
+    return labels
+
 
 def stochastic_unroll_loss(
     net: StochasticMuZeroNetwork, inp: UnrollInputs, cfg: PolicyConfig
@@ -57,9 +114,11 @@ def stochastic_unroll_loss(
     """Per-sample loss of K steps through afterstates (see the module docstring).
 
     As `losses.unroll_loss`: step terms are scaled by 1/K, the latent's gradient is halved at
-    the entry of each step, and masks drop steps past the stored data.
+    the entry of each step, and masks drop steps past the stored data. `ChanceUnrollInputs`
+    with labels replace the encoder's code by the true one.
     """
     w, sw = loss_weights(cfg), cfg.stochastic
+    labels = inp.chance_labels if isinstance(inp, ChanceUnrollInputs) else None  # [B, K]
     k_steps = inp.actions.shape[1]
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
@@ -74,6 +133,8 @@ def stochastic_unroll_loss(
         latent = latent * 0.5 + latent.detach() * 0.5
         after = net.afterstate_inference(latent, inp.actions[:, k])
         encoding, code = net.chance_code(inp.obs_seq[:, k], inp.obs_seq[:, k + 1])  # [B, C]
+        if labels is not None:
+            code = F.one_hot(labels[:, k], encoding.shape[-1]).to(encoding.dtype)
         out = net.chance_inference(after.latent, code)
         latent = out.latent
         mask = inp.reward_mask[:, k]

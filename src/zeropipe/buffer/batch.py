@@ -44,6 +44,8 @@ class ReplayBatch:
         root_sampled_actions: sampled search only: [B, K+1, Ks] int64 (continuous:
             [B, K+1, Ks, D] float32) the root sampled actions the policy target at c belongs
             to (zeros where c >= n, masked by policy_mask); None when not stored.
+        chance_labels: [B, K] int64 the env's chance outcome of transition pos+k (0 where
+            pos+k >= n, masked by reward_mask); None when the env reports none.
 
     For continuous actions `actions` is [B, K, D] float32 (uniform in [-1, 1] past the data).
     """
@@ -64,6 +66,7 @@ class ReplayBatch:
     indices: np.ndarray
     make_time: np.ndarray
     root_sampled_actions: np.ndarray | None = None
+    chance_labels: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ class GameSegment:
             policy target's K entries belong to; None for searches over the full action set.
             Carried on the wire; the replay buffer refuses it (and continuous actions) until it
             stores them.
+        chance_labels: [n] int64, the env's chance outcome of each stored step (`info["chance"]`,
+            e.g. 2048's spawn code) when the env reports one; None otherwise. Read by
+            stochastic_muzero with `use_true_chance_label`.
     """
 
     obs: np.ndarray
@@ -56,6 +59,7 @@ class GameSegment:
     episode_id: int = 0
     start_step: int = 0
     root_sampled_actions: np.ndarray | None = None
+    chance_labels: np.ndarray | None = None
 
     @property
     def num_stored(self) -> int:
@@ -86,6 +90,8 @@ class GameSegment:
                 and self.root_sampled_actions.shape[0] == n
                 and self.root_sampled_actions.dtype.kind == self.actions.dtype.kind
             ),
+            "chance_labels": self.chance_labels is None
+            or (self.chance_labels.shape == (n,) and self.chance_labels.dtype.kind in "iu"),
         }
         for name, ok in checks.items():
             if not ok:

@@ -2,7 +2,8 @@
 
 Runs in: driver. Two rings hold the data: `frames` (n + S rows per segment: S-1 history frames, one
 frame per stored step, the final observation) and `steps` (n + 1 rows per segment: actions, rewards,
-child visits and root values of the n stored steps plus one zero row, and the n + 1 action masks).
+child visits and root values of the n stored steps plus one zero row, and the n + 1 action masks;
+the optional root sampled actions and chance labels likewise).
 The table keeps, per live segment, its logical offsets into both rings and its scalars. Each own
 transition also has an ever-increasing absolute id; the flat index the public API speaks of is
 `absolute id - base`, where `base` is the absolute id of the oldest live transition.
@@ -42,6 +43,7 @@ class DataSpec:
     action_dim: int = 0  # D of continuous [n, D] float actions; 0 for discrete [n] indices
     mask_width: int = -1  # width of the action masks; -1: num_actions
     sampled_shape: tuple[int, ...] | None = None  # one step's root sampled actions, if stored
+    chance_labels: bool = False  # the env's per-step chance outcomes are stored
 
     @classmethod
     def of(cls, segment: GameSegment) -> DataSpec:
@@ -55,6 +57,7 @@ class DataSpec:
             action_dim=int(segment.actions.shape[1]) if segment.actions.ndim == 2 else 0,
             mask_width=int(segment.action_masks.shape[1]),
             sampled_shape=None if sampled is None else tuple(int(x) for x in sampled.shape[1:]),
+            chance_labels=segment.chance_labels is not None,
         )
 
     @property
@@ -73,13 +76,15 @@ class DataSpec:
             self.action_dim,
             self.masks,
             self.sampled_shape,
+            self.chance_labels,
         )
 
     @classmethod
     def from_tuple(cls, data: tuple) -> DataSpec:
-        """The spec of `as_tuple` (a 4-tuple of an older state dict is discrete, unsampled)."""
+        """The spec of `as_tuple` (the shorter tuple of an older state dict: discrete actions, no
+        sampled actions, no chance labels)."""
         shape, dtype, stack, num_actions, *rest = data
-        action_dim, mask_width, sampled = list(rest) + [0, -1, None][len(rest) :]
+        action_dim, mask_width, sampled, chances = list(rest) + [0, -1, None, False][len(rest) :]
         return cls(
             tuple(shape),
             np.dtype(dtype),
@@ -88,6 +93,7 @@ class DataSpec:
             int(action_dim),
             int(mask_width),
             None if sampled is None else tuple(int(x) for x in sampled),
+            bool(chances),
         )
 
 
@@ -153,7 +159,7 @@ class SegmentStore:
                     f"GameSegment of episode {segment.episode_id} does not match the buffer's "
                     f"data: {DataSpec.of(segment)} vs {expected}; all segments pushed into one "
                     "buffer need the same frame shape, frame dtype, frame stack, action count, "
-                    "action kind and root sampled actions"
+                    "action kind, root sampled actions and chance labels"
                 )
 
     def append(self, segment: GameSegment) -> None:
@@ -175,6 +181,8 @@ class SegmentStore:
         if self.spec.sampled_shape is not None:
             sampled, dtype = segment.root_sampled_actions, self.steps.row_specs["actions"][1]
             columns["root_sampled_actions"] = _with_zero_row(sampled, dtype)
+        if self.spec.chance_labels:
+            columns["chance_labels"] = _with_zero_row(segment.chance_labels, np.dtype(np.int64))
         step_offset = self.steps.append(columns)
         row = (self.next_abs, frame_offset, step_offset, n, segment.length)
         row += (segment.ends_episode, segment.terminated, 0, segment.episode_id)
@@ -269,6 +277,8 @@ class SegmentStore:
         }
         if spec.sampled_shape is not None:
             columns["root_sampled_actions"] = (spec.sampled_shape, action[1])
+        if spec.chance_labels:
+            columns["chance_labels"] = ((), np.int64)
         self.frames = RingColumns({"obs": (spec.frame_shape, spec.frame_dtype)})
         self.steps = RingColumns(columns)
 

@@ -114,7 +114,8 @@ def _action_fields(
 ) -> dict[str, np.ndarray]:
     """The unroll actions (random past the stored data: uniform indices, or uniform in [-1, 1]^D
     for continuous actions) and, when stored, the root sampled actions of every state (zeros
-    where c >= n, which `policy_mask` masks)."""
+    where c >= n, which `policy_mask` masks) and the chance labels of the unroll steps (zeros
+    where c >= n, which `reward_mask` masks)."""
     k = stored.shape[1]
     inside = in_data[:, :k].reshape(in_data.shape[0], k, *([1] * (stored.ndim - 2)))
     if store.spec.action_dim > 0:
@@ -129,6 +130,9 @@ def _action_fields(
         extra = (1,) * (sampled.ndim - 2)
         mask = in_data.reshape(*in_data.shape, *extra)
         fields["root_sampled_actions"] = np.where(mask, sampled, 0).astype(sampled.dtype)
+    if store.spec.chance_labels:
+        chances = store.steps.take("chance_labels", step[:, :k])  # [B, K]
+        fields["chance_labels"] = np.where(in_data[:, :k], chances, 0).astype(np.int64)
     return fields
 
 

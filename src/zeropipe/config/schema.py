@@ -233,6 +233,13 @@ class StochasticConfig(_Strict):
     commitment_loss_weight: float = Field(
         1.0, ge=0.0, description="Weight of ||one_hot - encoding||^2 (the encoder's commitment)."
     )
+    use_true_chance_label: bool = Field(
+        False,
+        description="Feed the env's true chance outcome (info['chance'], stored with the "
+        "segments) to the dynamics as a one-hot code instead of the chance encoder's code "
+        "(the reference's use_ture_chance_label_in_chance_encoder); needs an env that reports "
+        "info['chance'] and chance_space_size above its largest code.",
+    )
 
 
 class AsyncPipelineConfig(_Strict):

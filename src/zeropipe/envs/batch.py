@@ -12,7 +12,7 @@ the next `reset` re-seed in either mode, optionally from a new base seed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -38,6 +38,8 @@ class BatchStep:
         episode_returns: env index -> raw, unclipped return of a finished game (with episodic
             life only when the game itself ends; it sums all lives).
         episode_lengths: env index -> agent steps of that finished game.
+        chances: int64 [n] each env's chance outcome of the step when every env reported one
+            (`GameStep.chance`, e.g. 2048's spawn code), else None.
     """
 
     frames: np.ndarray
@@ -49,6 +51,7 @@ class BatchStep:
     reset_action_masks: dict[int, np.ndarray]
     episode_returns: dict[int, float]
     episode_lengths: dict[int, int]
+    chances: np.ndarray | None = None
 
 
 class EnvBatch:
@@ -137,7 +140,8 @@ class EnvBatch:
         rewards = np.empty(n, dtype=np.float32)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
-        out = BatchStep(frames, rewards, terminated, truncated, masks, {}, {}, {}, {})
+        chances = np.zeros(n, dtype=np.int64)
+        out = BatchStep(frames, rewards, terminated, truncated, masks, {}, {}, {}, {}, chances)
         for index, game in enumerate(self._games):
             result = game.step(actions[index])
             frames[index] = result.frame
@@ -145,6 +149,10 @@ class EnvBatch:
             rewards[index] = result.reward
             terminated[index] = result.terminated
             truncated[index] = result.truncated
+            if result.chance is None:
+                out = replace(out, chances=None)
+            elif out.chances is not None:
+                out.chances[index] = result.chance
             self._returns[index] += result.raw_reward
             self._lengths[index] += 1
             if result.game_over:

@@ -30,6 +30,8 @@ class GameStep:
         truncated: The episode hit a time limit; never set together with `terminated`.
         game_over: The game itself ended; the next episode starts a new game.
         action_mask: bool [A] legal actions at `frame`, or None when every action is legal.
+        chance: the step's chance outcome as an int code, when the env reports one as
+            `info["chance"]` (e.g. 2048's spawn); None otherwise.
     """
 
     frame: np.ndarray
@@ -39,6 +41,7 @@ class GameStep:
     truncated: bool
     game_over: bool
     action_mask: np.ndarray | None
+    chance: int | None = None
 
 
 class Game(Protocol):
@@ -144,6 +147,7 @@ class GymGame:
             truncated=truncated,
             game_over=terminated or truncated,
             action_mask=info_action_mask(info, self._num_actions),
+            chance=None if info.get("chance") is None else int(info["chance"]),
         )
 
     def render(self) -> np.ndarray | None:

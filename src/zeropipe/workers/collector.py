@@ -127,6 +127,7 @@ class Collector:
                 step.frames[i],
                 step.action_masks[i],
                 None if sampled is None else sampled[i],
+                None if step.chances is None else int(step.chances[i]),
             )
             if step.terminated[i] or step.truncated[i]:
                 ready += traj.end_episode(bool(step.terminated[i]))

@@ -38,6 +38,7 @@ class Trajectory:
         self._masks: list[np.ndarray] = []
         self._actions: list[int | np.ndarray] = []
         self._sampled: list[np.ndarray | None] = []
+        self._chances: list[int | None] = []
         self._rewards: list[float] = []
         self._visits: list[np.ndarray] = []
         self._root_values: list[float] = []
@@ -53,6 +54,7 @@ class Trajectory:
             buf.clear()
         self._pred_values.clear()
         self._sampled.clear()
+        self._chances.clear()
 
     def stacked_obs(self) -> np.ndarray:
         """The current model input frames [S, *frame]."""
@@ -72,6 +74,7 @@ class Trajectory:
         next_frame: np.ndarray,
         next_mask: np.ndarray,
         sampled_actions: np.ndarray | None = None,
+        chance: int | None = None,
     ) -> list[GameSegment]:
         """Record one step; returns the segments that became complete.
 
@@ -85,10 +88,12 @@ class Trajectory:
             next_mask: legal actions at `next_frame`.
             sampled_actions: sampled search: the root's K sampled actions ([K] or [K, D]), the
                 actions `visits` belongs to; None for searches over the full action set.
+            chance: the env's chance outcome of the step (`info["chance"]`), if it reports one.
         """
         action = np.asarray(action)
         self._actions.append(int(action) if action.ndim == 0 else action.astype(np.float32))
         self._sampled.append(sampled_actions)
+        self._chances.append(chance)
         self._rewards.append(float(reward))
         self._visits.append(visits)
         self._root_values.append(float(root_value))
@@ -120,6 +125,7 @@ class Trajectory:
             priorities = (np.abs(diff) + 1e-6).astype(np.float32)
         continuous = isinstance(self._actions[0], np.ndarray)
         sampled = self._sampled[:n]
+        chances = self._chances[:n]
         segment = GameSegment(
             obs=np.stack(self._frames[: s + n]),
             actions=np.asarray(self._actions[:n], dtype=np.float32 if continuous else np.int64),
@@ -134,6 +140,7 @@ class Trajectory:
             episode_id=self._episode_id,
             start_step=self._start_step,
             root_sampled_actions=None if sampled[0] is None else np.stack(sampled),  # type: ignore[arg-type]
+            chance_labels=None if None in chances else np.asarray(chances, dtype=np.int64),
         )
         self._drop(length)
         return segment
@@ -146,4 +153,5 @@ class Trajectory:
             del buf[:count]
         del self._pred_values[:count]
         del self._sampled[:count]
+        del self._chances[:count]
         self._start_step += count

@@ -4,7 +4,8 @@ Runs in: collector (``segment_to_wire``), driver (``segment_from_wire``, ``segme
 
 The wire form is a plain dict keyed by the ``GameSegment`` field names: numpy arrays for the array
 fields, ``int`` / ``bool`` for the scalars, ``None`` for absent priorities. Encoding copies
-nothing (the codec writes each array straight into the outgoing frame).
+nothing (the codec writes each array straight into the outgoing frame). Optional arrays
+(priorities, root sampled actions, chance labels) travel as ``None`` when absent.
 
 Decoding copies nothing either: the arrays that ``transport.codec.decode`` returns are views of
 the received frame (read-only for ``bytes``, writable for the driver's ``bytearray``), and the
@@ -39,8 +40,9 @@ _ARRAY_FIELDS: dict[str, tuple[int | None, str]] = {
     "action_masks": (2, "b"),  # [n + 1, A]
     "priorities": (1, "f"),  # [length], or None
     "root_sampled_actions": (None, "iuf"),  # [n, K] int or [n, K, D] float, or None
+    "chance_labels": (1, "iu"),  # [n] the env's chance outcomes, or None
 }
-_OPTIONAL_FIELDS = frozenset({"priorities", "root_sampled_actions"})
+_OPTIONAL_FIELDS = frozenset({"priorities", "root_sampled_actions", "chance_labels"})
 _INT_FIELDS = ("length", "episode_id", "start_step")
 _BOOL_FIELDS = ("ends_episode", "terminated")
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(GameSegment))
