@@ -152,3 +152,28 @@ def test_a_double_ctrl_c_still_leaves_a_loadable_checkpoint(tmp_path: Path):
     payload = torch.load(run / "ckpt" / "ckpt_latest.pth.tar", weights_only=False)
     assert payload["learner"]["train_iter"] == saved["train_iter"]
     assert not shm_of(proc.pid)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
+def test_sigterm_writes_the_final_checkpoint_and_exits_143(tmp_path: Path, pipeline: list[str]):
+    """`kill PID` (a scheduler's stop) takes the Ctrl-C path, sent to the driver alone."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
+    run = tmp_path / "run"
+    proc = start(tmp_path, *pipeline, "--set", "policy.async_pipeline.shutdown_timeout_s=20")
+    try:
+        wait_for(proc, run, lambda e: e["event"] == "train")
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    log = metrics(run)
+    reason = "cancelled" if pipeline else "interrupted"  # each pipeline's word for Ctrl-C
+    assert log[-1]["event"] == "stop" and log[-1]["reason"] == reason
+    assert log[-2]["event"] == "checkpoint" and log[-2]["reason"] == "stop"
+    payload = torch.load(run / "ckpt" / "ckpt_latest.pth.tar", weights_only=False)
+    assert payload["learner"]["train_iter"] == log[-2]["train_iter"]
+    assert not shm_of(proc.pid)

@@ -5,7 +5,8 @@ written to the run directory), and calls the pipeline (`train`), prints the reso
 (`config`), scores a checkpoint (`eval`, cli/evaluation.py) or draws learning curves (`plot`,
 cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule), 2 for
 a bad configuration or input file (including an exp_name that already holds a run, without
---resume), 130 after Ctrl-C, 1 for any other error (a worker failure, an unreadable checkpoint on
+--resume), 130 after Ctrl-C, 143 after SIGTERM (which takes the Ctrl-C path: final checkpoint,
+clean shutdown), 1 for any other error (a worker failure, an unreadable checkpoint on
 --resume, a final checkpoint that could not be written).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zeropipe.cli")
 
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -119,8 +121,30 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
     return cfg
 
 
+class _Terminated:
+    """Whether a SIGTERM arrived (it is turned into the Ctrl-C path, see `_sigterm_as_ctrl_c`)."""
+
+    seen = False
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """SIGTERM (`kill`, a scheduler's stop, a container's shutdown) takes the Ctrl-C path.
+
+    The handler re-raises it as SIGINT in this process, so whichever SIGINT handler is in force
+    (asyncio.Runner's: cancel the driver; Python's default: KeyboardInterrupt in the sync loop)
+    writes the final checkpoint and shuts down cleanly; the exit status is then 143.
+    """
+
+    def handler(_signum: int, _frame: object) -> None:
+        _Terminated.seen = True
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _train(args: argparse.Namespace) -> int:
     cfg = load_checked(args.config, args.overrides)
+    _sigterm_as_ctrl_c()
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
@@ -258,6 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
+        if _Terminated.seen:
+            print("\nzeropipe: terminated (SIGTERM)", file=sys.stderr)
+            return EXIT_TERMINATED
         print("\nzeropipe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WorkerFailed as exc:
