@@ -109,18 +109,3 @@ def test_a_fully_masked_sample_has_zero_loss_and_no_gradient(net):
     loss[0].backward()
     assert all(p.grad is None or not p.grad.any() for p in net.parameters())
     assert float(loss[1:].detach().abs().min()) > 0.0
-
-
-def test_past_a_terminal_the_reward_and_value_are_trained_toward_zero(net):
-    """An absorbing step (value_mask 1 where reward_mask is 0: the state after a true terminal)
-    keeps the reward of the step into it and its value in the loss (both targets 0)."""
-    inp = _changed(_inputs(), "value_mask", (0, 2), 1.0)  # sample 0: c = 2 is absorbing
-    inp = _changed(inp, "value_target", (0, 2), 0.0)
-    inp = _changed(inp, "reward_target", (0, 1), 0.0)
-    base = _loss(net, inp)
-    for name, index in (("reward_target", (0, 1)), ("value_target", (0, 2))):
-        after = _loss(net, _changed(inp, name, index, 3.5))
-        assert abs(float(after[0] - base[0])) > 1e-4, name
-    # the policy there stays masked
-    after = _loss(net, _changed(inp, "policy_target", (0, 2), [1.0, 0.0]))
-    torch.testing.assert_close(after, base, rtol=0, atol=0)

@@ -52,7 +52,7 @@ def test_middle_root_uses_full_td_and_bootstraps():
     assert batch.target_indices[i].tolist() == [2, 3, 4]
 
 
-def test_terminal_end_is_monte_carlo_and_absorbing_past_the_end():
+def test_terminal_end_is_monte_carlo_and_masks_past_the_end():
     batch, row = _all_roots(make_segment(10, ends_episode=True, terminated=True))
     i = row(8)  # c = 8, 9, 10 = n
     np.testing.assert_allclose(batch.value_reward_sum[i], [9 + 0.5 * 10, 10, 0])
@@ -63,8 +63,8 @@ def test_terminal_end_is_monte_carlo_and_absorbing_past_the_end():
     i = row(9)  # c = 9, 10 = n, 11 > n
     np.testing.assert_allclose(batch.value_reward_sum[i], [10, 0, 0])
     assert batch.bootstrap_discount[i].tolist() == [0, 0, 0]
-    assert batch.value_mask[i].tolist() == [1, 1, 1]  # c > n after a terminal: absorbing, 0
-    assert batch.reward_mask[i].tolist() == [1, 0]  # no stored step (and no observation) there
+    assert batch.value_mask[i].tolist() == [1, 1, 0]
+    assert batch.reward_mask[i].tolist() == [1, 0]
     assert batch.reward_targets[i].tolist() == [10, 0]
     assert batch.policy_mask[i].tolist() == [1, 0, 0]
     assert batch.legal_masks[i, 2].all()  # c > n: all legal

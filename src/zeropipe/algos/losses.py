@@ -4,9 +4,7 @@ Runs in: driver. MuZero (Schrittwieser et al. 2020, app. G): the network is unro
 the root latent along the stored actions; each step predicts policy, value and the reward of the
 action taken. Losses are kept per sample ([B]) so that PER importance weights weigh samples, not a
 batch mean (lightzero_facts pitfall 6). Unlike the reference learner, masks are applied: states past
-the stored data contribute nothing, except those past a true terminal, which are absorbing (value
-and reward 0, MuZero app. G): their value is kept by `value_mask`, and so is the reward of the
-step into them (the reward of step k is kept where the state after it has a value target).
+the stored data contribute nothing.
 """
 
 from __future__ import annotations
@@ -106,8 +104,7 @@ def unroll_loss(
         out = net.recurrent_inference(latent, inp.actions[:, k])
         latent = out.latent
         p, v, e = _prediction_terms(out, inp, value_cat, k + 1, policy_terms)
-        # value_mask[:, k+1] is reward_mask[:, k], or 1 past a true terminal (reward target 0)
-        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.value_mask[:, k + 1]
+        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
         pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
         rew = rew + r / k_steps
         if w.ssl > 0 and inp.obs_seq is not None:

@@ -33,8 +33,7 @@ class ReplayBatch:
             0 when c+td is a true terminal (Monte-Carlo return) or c > n.
         bootstrap_obs: [B, K+1, S, *frame] the frame stack of state c+td (arbitrary where
             bootstrap_discount == 0).
-        value_mask: [B, K+1] float32, 1 where c <= n (the state exists in the stored data) or
-            where c > n follows a true terminal (an absorbing state: value target 0).
+        value_mask: [B, K+1] float32, 1 where c <= n (the state exists in the stored data).
         legal_masks: [B, K+1, A] bool legal actions at c (all True where c > n).
         target_indices: [B, K+1] int64 flat index of position c when c < length of the same
             segment (an own transition that can be written back to), else -1.
