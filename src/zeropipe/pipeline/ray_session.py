@@ -15,6 +15,7 @@ Runs in: driver (``open`` and ``close`` block for seconds: the backend runs them
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import math
 import os
@@ -29,6 +30,7 @@ from zeropipe.config import AsyncPipelineConfig
 log = logging.getLogger("zeropipe.ray")
 
 EXIT_GRACE_S = 10.0  # how long a private Ray's processes get to exit after ray.shutdown()
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 def actor_cpus(ap: AsyncPipelineConfig) -> int:
@@ -75,6 +77,10 @@ class RaySession:
         else:
             gpus = self.ap.num_collector_actors * self.ap.collector_num_gpus
             gpus += self.ap.num_evaluator_actors * self.ap.evaluator_num_gpus
+            # Ray's workers are the raylet's children; when it stops first they are orphaned, and
+            # under an init that does not reap (containers) they stayed as zombies in the run's
+            # process group. As a subreaper the driver inherits them and reaps them in close().
+            _set_child_subreaper(True)
             context = ray.init(
                 address="local",
                 num_cpus=max(1, actor_cpus(self.ap)),
@@ -114,6 +120,9 @@ class RaySession:
         started = _ray_descendants() if self.owned else []
         ray.shutdown()  # a private Ray's processes stop; a joined cluster's do not
         _await_exit(started, EXIT_GRACE_S)
+        if self.owned:
+            _reap(started)
+            _set_child_subreaper(False)
         log.info("stopped the private Ray" if self.owned else "left the Ray cluster")
         self.owned = False
 
@@ -159,3 +168,16 @@ def _await_exit(pids: list[int], timeout_s: float) -> None:
     finally:
         for fd in waiting:
             os.close(fd)
+
+
+def _reap(pids: list[int]) -> None:
+    """Collect the exit status of those of `pids` that are (by now) this process's children."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)  # exited or SIGKILLed by now: returns at once
+
+
+def _set_child_subreaper(on: bool) -> None:
+    """Make this process the reaper of its orphaned descendants (Linux; a no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
