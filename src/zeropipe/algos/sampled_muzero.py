@@ -62,32 +62,39 @@ def continuous_unroll_inputs(
     return replace(inputs, sampled_actions=sampled)
 
 
-class SampledMuZeroFamily(MuZeroFamily):
-    """MuZero with a check that K sampled actions fit the discrete action set; with
-    `policy.model.continuous_action_space` a tanh-Gaussian policy over D-dimensional actions."""
+class SampledActions:
+    """What sampled search changes in any family, as a mixin before it (cooperative `super()`):
+    a check that K sampled actions fit a discrete action set, and with
+    `policy.model.continuous_action_space` a tanh-Gaussian policy over D-dimensional actions
+    (float actions and the root sampled actions in the loss's inputs, the loss over them)."""
 
     def build_network(
         self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
     ) -> torch.nn.Module:
-        """The next family's network (MuZero's; EfficientZero's for sampled_efficientzero),
-        after `check_sampled_actions` (continuous: `num_actions` is D)."""
+        """The next family's network after `check_sampled_actions` (continuous: `num_actions`
+        is D)."""
         check_sampled_actions(num_actions, cfg)
-        return super().build_network(input_shape, num_actions, cfg)
+        return super().build_network(input_shape, num_actions, cfg)  # type: ignore[misc]
 
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
-        """MuZero's inputs; continuous: `continuous_unroll_inputs`."""
+        """The next family's inputs; continuous: `continuous_unroll_inputs`."""
         if not cfg.model.continuous_action_space:
-            return super().unroll_inputs(batch, targets, frame_ndim, cfg)
-        return continuous_unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg)
+            return super().unroll_inputs(batch, targets, frame_ndim, cfg)  # type: ignore[misc]
+        needs_obs_seq = self.needs_obs_seq(cfg)  # type: ignore[attr-defined]
+        return continuous_unroll_inputs(batch, targets, frame_ndim, needs_obs_seq, cfg)
 
     def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
-        """MuZero's cross-entropy (discrete); continuous: the policy loss over the root sampled
-        actions (`sampled_losses.continuous_policy_terms`)."""
+        """The next family's policy terms (discrete); continuous: the policy loss over the root
+        sampled actions (`sampled_losses.continuous_policy_terms`)."""
         if not cfg.model.continuous_action_space:
-            return super().policy_terms(cfg)
+            return super().policy_terms(cfg)  # type: ignore[misc]
         return continuous_policy_terms(cfg.sampled.policy_loss_type)
+
+
+class SampledMuZeroFamily(SampledActions, MuZeroFamily):
+    """MuZero acting through the sampled search (discrete or continuous actions)."""
 
 
 SAMPLED_MUZERO = SampledMuZeroFamily()

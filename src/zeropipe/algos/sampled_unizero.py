@@ -13,43 +13,12 @@ scatters the target onto the distinct sampled actions (see `sampled_muzero.py`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from zeropipe.algos.losses import PolicyTerms, UnrollInputs
-from zeropipe.algos.sampled_losses import continuous_policy_terms
-from zeropipe.algos.sampled_muzero import check_sampled_actions, continuous_unroll_inputs
+from zeropipe.algos.sampled_muzero import SampledActions
 from zeropipe.algos.unizero import UniZeroFamily
-from zeropipe.config import PolicyConfig
-from zeropipe.models import UniZeroNetwork
-
-if TYPE_CHECKING:
-    from zeropipe.algos.targets import Targets
-    from zeropipe.buffer import ReplayBatch
 
 
-class SampledUniZeroFamily(UniZeroFamily):
-    """UniZero with the K check of sampled search and, for Box actions, the continuous head."""
-
-    def build_network(
-        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
-    ) -> UniZeroNetwork:
-        """UniZero's network after `check_sampled_actions` (continuous: `num_actions` is D)."""
-        check_sampled_actions(num_actions, cfg)
-        return super().build_network(input_shape, num_actions, cfg)
-
-    def unroll_inputs(
-        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
-    ) -> UnrollInputs:
-        """UniZero's inputs; continuous: float actions and the root sampled actions."""
-        if not cfg.model.continuous_action_space:
-            return super().unroll_inputs(batch, targets, frame_ndim, cfg)
-        return continuous_unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg)
-
-    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
-        """UniZero's cross-entropy (discrete); continuous: the loss over the root samples."""
-        if not cfg.model.continuous_action_space:
-            return super().policy_terms(cfg)
-        return continuous_policy_terms(cfg.sampled.policy_loss_type)
+class SampledUniZeroFamily(SampledActions, UniZeroFamily):
+    """UniZero acting through the sampled search; for Box actions the continuous head."""
 
 
 SAMPLED_UNIZERO = SampledUniZeroFamily()
