@@ -6,6 +6,17 @@ from pathlib import Path
 
 from zeropipe.config import ExperimentConfig, config_from_dict
 
+# A tiny model with a continuous (tanh-Gaussian) head: the sampled types' unit tests.
+TINY_CONTINUOUS_MODEL = {
+    "continuous_action_space": True,
+    "latent_dim": 8,
+    "hidden_dim": 8,
+    "head_hidden_dim": 8,
+    "norm_type": "LN",
+    "value_support_range": [-3, 4, 1],
+    "reward_support_range": [-3, 4, 1],
+}
+
 
 def tiny_config(exp_name: Path, **policy) -> ExperimentConfig:
     """A config that trains in seconds: chain env, tiny MLP, few simulations."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.tiny import TINY_CONTINUOUS_MODEL
 from zeropipe.algos.sampled_losses import sampled_policy_loss
 
 
@@ -62,16 +63,7 @@ def _continuous_setup(policy_type: str = "sampled_muzero"):
             "type": policy_type,
             "num_unroll_steps": 2,
             **extra,
-            "model": {
-                "continuous_action_space": True,
-                "latent_dim": 8,
-                "hidden_dim": 8,
-                "head_hidden_dim": 8,
-                "norm_type": "LN",
-                "value_support_range": [-3, 4, 1],
-                "reward_support_range": [-3, 4, 1],
-                **world,
-            },
+            "model": {**TINY_CONTINUOUS_MODEL, **world},
         }
     )
     family = algorithm(policy_type).family

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zeropipe.buffer import GameSegment
+from zeropipe.buffer import GameSegment, ReplayBuffer
 
 
 def frame_value(episode_id: int, step: int) -> float:
@@ -88,3 +88,17 @@ def make_episode(
             )
         )
     return segments
+
+
+def plain_buffer(num_unroll_steps: int) -> ReplayBuffer:
+    """A small uniform-sampling buffer (capacity 100, td 2, discount 0.99, seed 0)."""
+    return ReplayBuffer(
+        100,
+        num_unroll_steps=num_unroll_steps,
+        td_steps=2,
+        discount=0.99,
+        use_priority=False,
+        alpha=0.6,
+        beta=0.4,
+        seed=0,
+    )

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tests.buffer.factories import plain_buffer
 from tests.workers.test_segment_wire import make_segment
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.transport.codec import decode, encode
@@ -22,16 +23,7 @@ def labelled_segment(length: int = 6, pad: int = 0, seed: int = 5):
 
 
 def _buffer() -> ReplayBuffer:
-    return ReplayBuffer(
-        100,
-        num_unroll_steps=K,
-        td_steps=2,
-        discount=0.99,
-        use_priority=False,
-        alpha=0.6,
-        beta=0.4,
-        seed=0,
-    )
+    return plain_buffer(K)
 
 
 def _through_wire(seg):

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tests.buffer.factories import plain_buffer
 from tests.workers.test_segment_wire import make_segment
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.transport.codec import decode, encode
@@ -35,16 +36,7 @@ def sampled_segment(continuous: bool):
 
 
 def _buffer() -> ReplayBuffer:
-    return ReplayBuffer(
-        100,
-        num_unroll_steps=2,
-        td_steps=2,
-        discount=0.99,
-        use_priority=False,
-        alpha=0.6,
-        beta=0.4,
-        seed=0,
-    )
+    return plain_buffer(2)
 
 
 @pytest.mark.parametrize("continuous", [True, False], ids=["continuous", "discrete"])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.buffer.test_sampled_columns import KS, D, sampled_segment
+from tests.tiny import TINY_CONTINUOUS_MODEL
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
@@ -31,19 +32,10 @@ class RecordingBuffer(ReplayBuffer):
 
 
 def _policy(policy_type: str, **policy) -> PolicyConfig:
-    model = {
-        "continuous_action_space": True,
-        "latent_dim": 8,
-        "hidden_dim": 8,
-        "head_hidden_dim": 8,
-        "norm_type": "LN",
-        "value_support_range": [-3, 4, 1],
-        "reward_support_range": [-3, 4, 1],
-    }
     return PolicyConfig.model_validate(
         {
             "type": policy_type,
-            "model": model,
+            "model": TINY_CONTINUOUS_MODEL,
             "sampled": {"num_of_sampled_actions": KS},
             "num_unroll_steps": 2,
             "td_steps": 2,
