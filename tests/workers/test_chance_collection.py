@@ -1,4 +1,5 @@
-"""The collector stores the env's chance outcomes (2048's spawns) with the segments it emits."""
+"""The collector stores the env's chance outcomes (2048's spawns) with the segments it emits, when
+the learner reads them (`use_true_chance_label`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from zeropipe.pipeline.build import build_collector
 pytestmark = pytest.mark.timeout(120)
 
 
+def _true_labels_config(exp_name):
+    return tiny_2048_config(
+        exp_name,
+        type="stochastic_muzero",
+        stochastic={"chance_space_size": 32, "use_true_chance_label": True},
+    )
+
+
 def test_2048_segments_carry_the_spawn_of_every_step(tmp_path):
-    collector = build_collector(tiny_2048_config(tmp_path / "run"))
+    collector = build_collector(_true_labels_config(tmp_path / "run"))
     try:
         segments = collector.collect(temperature=1.0, epsilon=0.0).segments
     finally:
@@ -33,6 +42,16 @@ def test_2048_segments_carry_the_spawn_of_every_step(tmp_path):
 
 def test_segments_of_an_env_without_chance_have_no_labels(tmp_path):
     collector = build_collector(tiny_config(tmp_path / "run"))
+    try:
+        segments = collector.collect(temperature=1.0, epsilon=0.0).segments
+    finally:
+        collector.close()
+    assert segments and all(seg.chance_labels is None for seg in segments)
+
+
+@pytest.mark.parametrize("policy", [{}, {"type": "stochastic_muzero"}])
+def test_2048_segments_have_no_labels_when_the_learner_does_not_read_them(tmp_path, policy):
+    collector = build_collector(tiny_2048_config(tmp_path / "run", **policy))
     try:
         segments = collector.collect(temperature=1.0, epsilon=0.0).segments
     finally:

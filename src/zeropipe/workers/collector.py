@@ -57,6 +57,9 @@ class Collector:
         )
         self.search_cfg = search_config(p, p.num_simulations)
         self.rng = np.random.default_rng(seed + 7919)
+        # the env's chance outcomes are stored only for the learner that reads them: a buffer
+        # holds the same columns as the checkpoints written before the labels existed
+        self.keep_chances = p.stochastic.use_true_chance_label
         self.policy_version = -1
         self._next_episode_id = 0
         self.trajectories = [
@@ -117,6 +120,7 @@ class Collector:
         self._tick_cache_clock()
         ready: list[GameSegment] = []
         sampled = out.sampled_actions  # [n, K(, D)] root sampled actions of a sampled search
+        chances = step.chances if self.keep_chances else None
         for i, traj in enumerate(self.trajectories):
             ready += traj.append(
                 actions[i],
@@ -127,7 +131,7 @@ class Collector:
                 step.frames[i],
                 step.action_masks[i],
                 None if sampled is None else sampled[i],
-                None if step.chances is None else int(step.chances[i]),
+                None if chances is None else int(chances[i]),
             )
             if step.terminated[i] or step.truncated[i]:
                 ready += traj.end_episode(bool(step.terminated[i]))
