@@ -353,6 +353,19 @@ class PolicyConfig(_Strict):
 
     type: PolicyType = Field("muzero", description="Policy type; see DESIGN §3 for all ten.")
     device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    channels_last: bool = Field(
+        True,
+        description="Keep conv weights in channels-last memory order (learner and actors); the "
+        "same arithmetic in another layout, which oneDNN runs faster on CPU (measured on Pong: "
+        "learner step 1.22x, actor inference 1.1x). No effect on models without convs.",
+    )
+    learner_autocast: Literal["none", "bf16"] = Field(
+        "none",
+        description="Run the learner's unroll and loss under torch.autocast in bfloat16 "
+        "(targets, priorities and the optimizer stay float32). Faster on CPUs with bf16 "
+        "instructions (Pong MuZero learner step 1.37x alone, 1.73x with channels_last), at "
+        "bf16 precision in the forward pass; off by default (learning not measured with it).",
+    )
     learner_num_threads: int | None = Field(
         None,
         ge=1,
