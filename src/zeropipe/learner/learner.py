@@ -91,11 +91,12 @@ class Learner:
         targets = self.targets.compute(batch)
         inputs = self.algorithm.family.unroll_inputs(batch, targets, self.frame_ndim, self.cfg)
         self.network.train()
-        loss = self.algorithm.family.loss(
-            self.network, self.target_network, inputs, self.cfg, self.train_iter
-        )
+        with self._autocast():
+            loss = self.algorithm.family.loss(
+                self.network, self.target_network, inputs, self.cfg, self.train_iter
+            )
         weights = to_tensor(batch.weights, self.device)
-        total = (weights * loss.per_sample).mean()
+        total = (weights * loss.per_sample.float()).mean()
         self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
@@ -105,16 +106,21 @@ class Learner:
         self.optimizer.step()
         self.train_iter += 1
         self._update_target()
-        priorities = (loss.root_value - targets.value[:, 0]).abs().cpu().numpy() + 1e-6
+        priorities = (loss.root_value.float() - targets.value[:, 0]).abs().cpu().numpy() + 1e-6
         metrics = {name: float(v) for name, v in loss.terms.items()}
         metrics.update(
             total_loss=float(total.detach()),
             grad_norm=float(grad_norm),
             lr=self.optimizer.param_groups[0]["lr"],
             target_value_mean=float(targets.value[:, 0].mean()),
-            predicted_value_mean=float(loss.root_value.mean()),
+            predicted_value_mean=float(loss.root_value.float().mean()),
         )
         return StepResult(metrics=metrics, priorities=priorities, writeback=targets.writeback)
+
+    def _autocast(self) -> torch.autocast:
+        """bfloat16 autocast of the unroll and loss when `learner_autocast` asks for it."""
+        enabled = self.cfg.learner_autocast == "bf16"
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)
 
     def _set_lr(self) -> None:
         lr = self.cfg.learning_rate * lr_factor(self.cfg, self.train_iter)

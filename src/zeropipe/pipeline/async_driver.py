@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from typing import Any
 
@@ -43,6 +42,7 @@ from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.schedule import learner_threads
 from zeropipe.pipeline.status import RunMonitor
 from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import ParamLayout
@@ -79,7 +79,7 @@ async def train_async(
     """
     check_async_options(cfg)
     check_run_dir(cfg, resume)  # fail before anything is written
-    threads = learner_threads(cfg)
+    threads = learner_threads(cfg, busy_cpus=None)
     torch.set_num_threads(threads)
     heavy = HeavyThread(threads)
     try:
@@ -185,20 +185,6 @@ def check_async_options(cfg: ExperimentConfig) -> None:
                 f"policy.async_pipeline.{name}: a GPU share was asked for but torch sees no CUDA "
                 "device; set it to 0 or install a CUDA build of torch (Makefile TORCH_SPEC)"
             )
-
-
-def learner_threads(cfg: ExperimentConfig) -> int:
-    """Torch threads for the driver: configured, else the cores not given to workers.
-
-    On a small machine the workers and the learner compete for the same cores; a learner that
-    oversubscribes them slows everyone (on 2 cores one learner thread is as fast as two).
-    """
-    if cfg.policy.learner_num_threads is not None:
-        return cfg.policy.learner_num_threads
-    ap = cfg.policy.async_pipeline
-    workers = ap.num_collector_actors * ap.collector_num_cpus
-    workers += ap.num_evaluator_actors * ap.evaluator_num_cpus
-    return max(1, (os.cpu_count() or 1) - workers)
 
 
 async def _shutdown(pool: WorkerBackend, publisher: WeightStore, timeout_s: float) -> None:

@@ -22,6 +22,8 @@ import asyncio
 import itertools
 import logging
 
+import torch
+
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_launch import LaunchRules, PendingEval
 from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
@@ -29,6 +31,7 @@ from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
+from zeropipe.pipeline.schedule import learner_threads
 from zeropipe.pipeline.supervisor import RestartWindow
 from zeropipe.transport import (
     Bye,
@@ -131,14 +134,23 @@ class AsyncRun(LaunchRules):
             and self.state.train_iter < self.cfg.max_train_iter
             and self.state.stop_reason != "stop_value"
         ):
-            await self.heavy.run(self._learner_step)
+            await self.heavy.run(self._learner_step, learner_threads(self.cfg, self._busy_cpus()))
             trained += 1
             await self._handle_messages(timeout_s=0.0)
             await self._maybe_launch_eval()
         return trained
 
-    def _learner_step(self) -> None:
-        """One learner step and what follows it: periodic save, train/buffer lines (heavy)."""
+    def _busy_cpus(self) -> int:
+        """Threads of the workers that have a request in flight (they compete for the cores)."""
+        ap = self.ap
+        collecting = self._inflight("collector") * ap.collector_num_cpus
+        return collecting + self._inflight("evaluator") * ap.evaluator_num_cpus
+
+    def _learner_step(self, threads: int) -> None:
+        """One learner step on `threads` torch threads and what follows it: periodic save,
+        train/buffer lines (heavy)."""
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         trainer = self.trainer
         trainer.step()
         self.state.save_periodic()
@@ -282,6 +294,7 @@ class AsyncRun(LaunchRules):
             state.train_iter,
             **self.trainer.stats.flush(),
             learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
+            learner_threads=torch.get_num_threads(),  # of this step (heavy thread)
             budget_queue_len=len(self.trainer.budgets),
             buffer_transitions=self.trainer.buffer.num_transitions,
         )

@@ -6,10 +6,11 @@ rules (lightzero_facts §0.4) and tests can check them as tables.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from zeropipe.buffer.segment import GameSegment
-from zeropipe.config import PolicyConfig
+from zeropipe.config import ExperimentConfig, PolicyConfig
 
 
 def should_eval(train_iter: int, last_eval_iter: int, eval_freq: int) -> bool:
@@ -74,3 +75,27 @@ def should_publish(
     if max_policy_lag < 0:
         return False
     return gap > max_policy_lag
+
+
+def learner_threads(cfg: ExperimentConfig, busy_cpus: int | None) -> int:
+    """Torch threads for the async learner: configured, else the cores the workers leave.
+
+    On a small machine the workers and the learner compete for the same cores, and a learner that
+    oversubscribes them slows everyone; but a collector held back by backpressure uses none. So
+    with `learner_num_threads` unset the driver asks before every learner step, with `busy_cpus`
+    the threads of the workers that have a request in flight (None: every worker's).
+    """
+    if cfg.policy.learner_num_threads is not None:
+        return cfg.policy.learner_num_threads
+    if busy_cpus is None:
+        ap = cfg.policy.async_pipeline
+        busy_cpus = ap.num_collector_actors * ap.collector_num_cpus
+        busy_cpus += ap.num_evaluator_actors * ap.evaluator_num_cpus
+    return max(1, usable_cores() - busy_cpus)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -25,7 +25,10 @@ def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
     """A fresh network of the policy type's family for this config and env."""
     shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
     family = algorithm_for(cfg.policy).family
-    return family.build_network(shape, spec.action_space_size, cfg.policy)
+    network = family.build_network(shape, spec.action_space_size, cfg.policy)
+    if cfg.policy.channels_last:  # 4-D (conv) weights only; load_state_dict keeps the layout
+        network = network.to(memory_format=torch.channels_last)
+    return network
 
 
 def actor_device(cfg: ExperimentConfig, role: str, in_worker: bool) -> str:

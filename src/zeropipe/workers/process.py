@@ -118,7 +118,8 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """Process target of a collector or evaluator worker (start method ``spawn``).
 
     Ignores SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group),
-    caps torch threads, then runs :func:`serve`.
+    lowers its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
+    :func:`serve`.
 
     Args:
         conn: The worker's end of ``multiprocessing.Pipe(duplex=True)``.
@@ -129,6 +130,7 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
             Returns normally (exit code 0) after ``Shutdown`` or when the driver closed the pipe.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
     if not serve(WorkerEndpoint(conn), spec):
         raise SystemExit(1)

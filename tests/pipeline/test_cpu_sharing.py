@@ -1,0 +1,59 @@
+"""How the async pipeline shares the cores: worker niceness and the learner's threads."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import os
+
+import pytest
+
+from tests.runlog import events
+from tests.tiny import tiny_config
+from zeropipe.pipeline import schedule
+from zeropipe.pipeline.async_driver import train_async
+from zeropipe.transport import CollectRequest, DriverEndpoint
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
+
+
+def test_learner_threads_are_the_cores_the_busy_workers_leave(monkeypatch):
+    monkeypatch.setattr(schedule, "usable_cores", lambda: 6)
+    cfg = tiny_config("unused", async_pipeline={"num_collector_actors": 2})
+    assert schedule.learner_threads(cfg, busy_cpus=None) == 3  # 2 collectors + 1 evaluator
+    assert schedule.learner_threads(cfg, busy_cpus=0) == 6
+    assert schedule.learner_threads(cfg, busy_cpus=2) == 4
+    assert schedule.learner_threads(cfg, busy_cpus=9) == 1
+    fixed = tiny_config("unused", learner_num_threads=2)
+    assert schedule.learner_threads(fixed, busy_cpus=0) == 2
+
+
+async def test_workers_run_at_the_configured_niceness(tmp_path, monkeypatch):
+    seen: list[int] = []
+    real_send = DriverEndpoint.send
+
+    async def send(self, msg):
+        if isinstance(msg, CollectRequest) and not seen:
+            (worker,) = [
+                p for p in mp.active_children() if p.name == f"zeropipe-{self.worker_name}"
+            ]
+            seen.append(os.getpriority(os.PRIO_PROCESS, worker.pid))
+        return await real_send(self, msg)
+
+    monkeypatch.setattr(DriverEndpoint, "send", send)
+    cfg = tiny_config(tmp_path / "run", async_pipeline={"worker_niceness": 1})
+    cfg.max_env_step = 32
+    async with asyncio.timeout(180):
+        await train_async(cfg, show_progress=False)
+    assert seen == [min(19, os.getpriority(os.PRIO_PROCESS, 0) + 1)]
+
+
+async def test_the_learner_takes_the_cores_of_workers_without_a_request(tmp_path, monkeypatch):
+    monkeypatch.setattr(schedule, "usable_cores", lambda: 6)
+    cfg = tiny_config(tmp_path / "run", async_pipeline={"num_collector_actors": 2})
+    cfg.max_env_step = 160
+    async with asyncio.timeout(180):
+        await train_async(cfg, show_progress=False)
+    threads = [e["learner_threads"] for e in events(tmp_path / "run") if e["event"] == "train"]
+    assert threads and set(threads) <= {3, 4, 5, 6}
+    assert max(threads) > 3  # not the fixed split of the cores left after every worker
