@@ -147,6 +147,13 @@ class EpsilonGreedyConfig(_Strict):
     start: float = Field(1.0, ge=0.0, le=1.0, description="Epsilon at env step 0.")
     end: float = Field(0.05, ge=0.0, le=1.0, description="Final epsilon.")
     decay: int = Field(100_000, ge=1, description="Env steps over which epsilon decays.")
+    hold_steps: int = Field(
+        1,
+        ge=1,
+        description="Env steps each random action is held (temporally-extended ε-greedy, "
+        "discrete actions only); epsilon stays the fraction of random steps. 1 is plain "
+        "ε-greedy.",
+    )
 
 
 class GumbelConfig(_Strict):
@@ -529,6 +536,11 @@ class PolicyConfig(_Strict):
             raise ValueError(
                 "model.world_model.context_steps must be >= num_unroll_steps (the training "
                 "sequence of 2K tokens must fit the window)"
+            )
+        if self.eps.hold_steps > 1 and self.model.continuous_action_space:
+            raise ValueError(
+                "eps.hold_steps > 1 holds discrete random actions; set it to 1 for a "
+                "continuous action space"
             )
         return self
 

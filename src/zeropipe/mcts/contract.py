@@ -167,8 +167,8 @@ class SearchOutput:
     Attributes:
         visit_counts: [B, A] int32 visits of each root child (0 for illegal actions).
         root_value: [B] float32 search value of the root: its value sum over its visits, where
-            the root starts with one visit and value sum 0 (LightZero: W / (n + 1) after n
-            simulations; the network's root value is not part of it).
+            the root starts with one visit carrying the network's root value v ((v + W) / (n + 1)
+            after n simulations; LightZero's MuZero tree counts that visit with value 0).
         q_values: [B, A] float32 r + γ·v of each root child, 0 where the child is unvisited.
         tree: the whole search tree, for policies that read more than these root statistics
             (Gumbel's completed Q and improved policy).

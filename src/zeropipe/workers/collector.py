@@ -20,6 +20,7 @@ from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.mcts import ActingParams
 from zeropipe.models import Network
+from zeropipe.workers.exploration import HeldExploration
 from zeropipe.workers.trajectory import Trajectory
 
 
@@ -72,6 +73,11 @@ class Collector:
             for _ in range(self.envs.num_envs)
         ]
         self.prev_actions = np.full(self.envs.num_envs, -1, dtype=np.int64)  # -1: episode start
+        # held random actions need per-env memory the search's ε-greedy has not: the collector
+        # applies them after the search (which then runs with ε = 0)
+        self.held = (
+            HeldExploration(self.envs.num_envs, p.eps.hold_steps) if p.eps.hold_steps > 1 else None
+        )
         self.steps_since_cache_clear = 0
         frames, masks = self.envs.reset()
         for i, traj in enumerate(self.trajectories):
@@ -111,10 +117,13 @@ class Collector:
         frames = np.stack([t.stacked_obs() for t in self.trajectories])
         masks = np.stack([t.action_mask() for t in self.trajectories])
         root = root_inference(self.search, self.roots, frames, self.prev_actions)
-        acting = ActingParams("collect", temperature, epsilon)
+        search_epsilon = epsilon if self.held is None else 0.0
+        acting = ActingParams("collect", temperature, search_epsilon)
         result = self.search.search_from(root, masks, self.search_cfg, self.rng, acting)
         out = result.output
         actions = out.action
+        if self.held is not None:
+            actions = self.held.apply(actions, masks, epsilon, self.rng)
         step = self.envs.step(actions)
         self.prev_actions = actions.copy()
         self._tick_cache_clock()
@@ -137,6 +146,8 @@ class Collector:
                 ready += traj.end_episode(bool(step.terminated[i]))
                 self.prev_actions[i] = -1
                 self.roots.reset(i)
+                if self.held is not None:
+                    self.held.reset(i)
                 traj.start_episode(
                     step.reset_frames[i], step.reset_action_masks[i], self._new_episode_id()
                 )
