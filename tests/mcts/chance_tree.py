@@ -105,9 +105,7 @@ def reference_chance_search(
     p = {"c_base": 19652.0, "c_init": 1.25, "discount": 0.997, "value_delta_max": 0.01, **params}
     stats = MinMaxStats(p["value_delta_max"])
     masked = np.where(legal, model.logits[state], -np.inf)
-    # one visit carrying the network's root value (zeropipe, unlike LightZero's value sum 0)
     root = Node(False, 1.0, node_id=0, visit_count=1, state=state)
-    root.value_sum = float(model.value[state])
     root.children = _children(masked, is_chance=False)
     trace = []
     for sim in range(num_simulations):

@@ -4,8 +4,7 @@ Runs in: tests only. Danihelka et al. 2022 with mctx's `gumbel_muzero_policy` se
 (lightzero_facts §1.2.6 and §3.4 for the constants): Gumbel top-k and sequential halving at the
 root, argmax of π' - N / (1 + ΣN) below it, completed Q by the mixed value, min-max rescaled
 and scaled by (50 + max N)·0.1. Nodes are objects with a dict of children; the root starts with
-one visit carrying the network value (mctx; LightZero adds none). Stored fields are float32 like the
-tree's.
+one visit and value sum 0 (LightZero). Stored fields are float32 like the tree's.
 """
 
 from __future__ import annotations
@@ -122,7 +121,6 @@ def gumbel_reference_search(
     plan = considered_visit_sequence(min(max_considered, sum(legal)), num_simulations)
     root = GumbelNode(softmax_prior(model.logits[state], legal), legal, float(model.value[state]))
     root.visit_count = 1
-    root.value_sum = float(model.value[state])  # its one visit carries the network value (mctx)
     states = {0: state}
     trace = []
     for sim in range(num_simulations):

@@ -187,10 +187,7 @@ def reference_search(
     """LightZero's search loop (§3.3) for one root in `state`, without root noise."""
     root = Node(1.0, legal_actions, node_id=0)
     root.expand(0.0, model.logits[state])
-    root.visit_count += 1  # prepare: one visit...
-    # ...which, departing from LightZero (whose MuZero prepare adds no value, so its root value is
-    # W / (n + 1)), carries the network's root value, as mctx and LightZero's Gumbel tree do
-    root.value_sum = float(model.value[state])
+    root.visit_count += 1  # prepare: one visit, no value
     search = ReferenceSearch(root, MinMaxStats(value_delta_max))
     states = {0: state}
     for sim in range(num_simulations):

@@ -54,8 +54,8 @@ def test_improved_policy_by_hand_with_an_unvisited_action() -> None:
     np.testing.assert_allclose(out.q_values[0], completed, rtol=1e-5)
     np.testing.assert_allclose(out.policy_target[0], improved, rtol=1e-5)
     assert out.action.tolist() == [int(np.argmax(improved))] == [1]
-    # Root value as PUCT's: the network value and the two returns, (0.3 + 0.2 + 0.8) / 3.
-    assert out.root_value[0] == pytest.approx(1.3 / 3.0)
+    # Root value as PUCT's convention: (0.2 + 0.8) over 3 visits.
+    assert out.root_value[0] == pytest.approx(1.0 / 3.0)
 
 
 def test_eval_picks_the_best_arm_with_four_simulations() -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from zeropipe.mcts import SearchConfig, SearchRoots, StepOutput, run_search, select_action
+from zeropipe.mcts import SearchConfig, SearchRoots, run_search, select_action
 
 from .fakes import BanditModel, TrapModel, make_roots
 
@@ -38,16 +38,15 @@ def test_trap_mdp_prefers_delayed_reward() -> None:
         # Every backed-up return is at most V* (exact model, zero values), so the root can only
         # approach V* from below.
         assert out.root_value[0] <= optimal + 1e-5
-        # Backup identity: the root's value sum is its network value (0 here) plus n(a)·Q(a)
-        # summed over its children, over its n + 1 visits.
+        # Backup identity: the root's value sum is n(a)·Q(a) summed over its children (its
+        # network value is not part of it), over its n + 1 visits.
         identity = (out.visit_counts[0] @ out.q_values[0]) / (num_simulations + 1)
         assert out.root_value[0] == pytest.approx(identity, rel=1e-5)
         gaps.append(optimal - float(out.root_value[0]))
     # The root value is the mean of all returns, so its gap to V* is the share of exploratory
-    # backups (the root's own visit with its zero network value, the trap worth 1, state 2's
-    # zero-reward action) times their shortfall. PUCT's exploration share shrinks as simulations
-    # grow: the gap must shrink, and at 800 simulations it is below 5% of V* (measured 0.132 ≈
-    # 4.9%).
+    # backups (the root's own zero-value visit, the trap worth 1, state 2's zero-reward action)
+    # times their shortfall. PUCT's exploration share shrinks as simulations grow: the gap must
+    # shrink, and at 800 simulations it is below 5% of V* (measured 0.132 ≈ 4.9%).
     assert gaps[0] > gaps[1] > gaps[2]
     assert gaps[2] < 0.05 * optimal
 
@@ -107,65 +106,33 @@ def test_output_shapes_and_dtypes(batch_size: int) -> None:
     assert (out.visit_counts.sum(axis=1) == 10).all()
 
 
-def test_root_value_counts_the_network_value() -> None:
-    # The root starts with one visit that carries the network's value (LightZero's MuZero tree
-    # adds none, which shrinks its root value to W / (n + 1)): after one simulation the root
-    # value is the mean of the network value 2.0 and the first return.
+def test_root_value_leaves_out_the_network_value() -> None:
+    # LightZero: the root starts with one visit and value sum 0, so after one simulation its
+    # value is the first return over two visits; the network value 2.0 plays no part.
     cfg = SearchConfig(num_simulations=1, discount=0.9)
     out = run_search(
         make_roots(1, 3, value=2.0), BanditModel(PAYOFFS), cfg, np.random.default_rng(0), False
     )
     # No visits yet: N = 0 zeroes the exploration term, all scores tie, the lowest action wins.
     assert out.visit_counts.tolist() == [[1, 0, 0]]
-    assert out.root_value[0] == pytest.approx((2.0 + PAYOFFS[0]) / 2)
-
-
-class MinusOnePerStepModel:
-    """Acrobot's regime: every step pays -1; the first action a leads to a branch worth
-    `values[a]` (about -100, differing by ~1) at every depth below it."""
-
-    def __init__(self, values: list[float]) -> None:
-        self.values = np.asarray(values, dtype=np.float32)  # [A]
-
-    def __call__(self, latent: torch.Tensor, actions: np.ndarray) -> StepOutput:
-        branch = latent[:, 0].numpy().astype(np.int64)  # [B] 0 at the root, 1 + a below arm a
-        branch = np.where(branch == 0, actions + 1, branch)
-        batch_size = actions.shape[0]
-        return StepOutput(
-            latent=torch.from_numpy(branch.astype(np.float32))[:, None],
-            reward=np.full(batch_size, -1.0, dtype=np.float32),
-            value=self.values[branch - 1],
-            policy_logits=np.zeros((batch_size, self.values.shape[0]), dtype=np.float32),
-        )
-
-
-def test_a_large_negative_value_does_not_flatten_the_q_of_the_root_children() -> None:
-    """Issue 15 (Acrobot): Q ≈ -100 everywhere, the arms differ by 1, the prior favours arm 0.
-    A root value shrunk toward 0 (LightZero's W / (n + 1): ≈ -50 after one simulation) widens
-    the min-max range, the normalised Q differences shrink and the visits follow the prior;
-    with the network's value in the root's first visit the best arm gets the most visits."""
-    cfg = SearchConfig(num_simulations=25, discount=0.99)
-    roots = make_roots(1, 3, logits=np.array([1.0, 0.0, 0.0]), value=-99.0)
-    model = MinusOnePerStepModel([-100.0, -98.0, -100.0])
-    out = run_search(roots, model, cfg, np.random.default_rng(0), False)
-    assert int(np.argmax(out.visit_counts[0])) == 1, out.visit_counts
+    assert out.root_value[0] == pytest.approx(PAYOFFS[0] / 2)
 
 
 def test_unvisited_root_child_takes_the_mean_of_visited_q() -> None:
     """Two simulations on a bandit paying [1, 0], uniform prior, γ = 1, root value -5.
 
-    Simulation 1 ties (N = 0) and visits arm 0: q0 = 1, the root's value becomes (-5 + 1) / 2
-    = -2 and the min-max range [-2, 1]. Simulation 2, N = 1, pb_c ≈ 1.25: arm 0 scores
-    norm(1) + 1.25·.5/2 = 1.3125; unvisited arm 1 takes the root mean Q = q0 = 1, so
-    norm(1) + 1.25·.5 = 1.625 and wins. Root value (-5 + 1 + 0) / 3. Were the unvisited Q the
-    mean of the root's value and q0, (-2 + 1) / 2, arm 1 would score 0.5 + 0.625 and lose.
+    Simulation 1 ties (N = 0) and visits arm 0: q0 = 1, the root's value becomes 1 / 2 and the
+    min-max range [0.5, 1]. Simulation 2, N = 1, pb_c ≈ 1.25: arm 0 scores norm(1) + 1.25·.5/2
+    = 1.3125; unvisited arm 1 takes the root mean Q = q0 = 1, so norm(1) + 1.25·.5 = 1.625 and
+    wins. Root value (1 + 0) / 3. The old rule (unvisited = mean of the root's value, which
+    held the network's -5, and q0) scored arm 1 at 1.125 and visited arm 0 again.
     """
     cfg = SearchConfig(num_simulations=2, discount=1.0)
     out = run_search(
         make_roots(1, 2, value=-5.0), BanditModel([1.0, 0.0]), cfg, np.random.default_rng(0), False
     )
     assert out.visit_counts.tolist() == [[1, 1]]
-    assert out.root_value[0] == pytest.approx(-4.0 / 3.0)
+    assert out.root_value[0] == pytest.approx(1.0 / 3.0)
     np.testing.assert_allclose(out.q_values[0], [1.0, 0.0])
 
 

@@ -166,6 +166,7 @@ def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
         sampled_prior=cfg.sampled.prior,
         continuous_actions=cfg.model.continuous_action_space,
         chance_space_size=cfg.stochastic.chance_space_size,
+        root_visit_value=cfg.root_visit_value,
     )
 
 

@@ -360,6 +360,14 @@ class PolicyConfig(_Strict):
 
     type: PolicyType = Field("muzero", description="Policy type; see DESIGN §3 for all ten.")
     device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    root_visit_value: Literal["zero", "network"] = Field(
+        "zero",
+        description="What the search root's initial visit adds to its value sum: 'zero' "
+        "(LightZero's MuZero trees; root value W/(n+1)) or 'network' (mctx and LightZero's "
+        "Gumbel tree: the network's root value, (v+W)/(n+1)). With |V| large next to the "
+        "differences between actions (Acrobot, V ~ -85) 'zero' widens the min-max range until "
+        "the visits follow the prior; measured there, 'network' learns (issue 15 notes).",
+    )
     channels_last: bool = Field(
         True,
         description="Keep conv weights in channels-last memory order (learner and actors); the "

@@ -50,6 +50,10 @@ class SearchConfig:
         continuous_actions: sampled: actions are float vectors of D dimensions; the policy
             output is then [B, 2D] tanh-Gaussian parameters (mu then sigma).
         chance_space_size: chance: C, the outcomes of a chance node (0 for the other rules).
+        root_visit_value: what the root's initial visit adds to its value sum: "zero"
+            (LightZero's MuZero trees: the root value is W / (n + 1) after n simulations) or
+            "network" (mctx and LightZero's Gumbel tree: (v + W) / (n + 1), v the network's
+            root value).
     """
 
     num_simulations: int
@@ -67,11 +71,17 @@ class SearchConfig:
     sampled_prior: str = "uniform"
     continuous_actions: bool = False
     chance_space_size: int = 0
+    root_visit_value: str = "zero"
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
             raise ValueError(
                 f"SearchConfig.num_simulations must be >= 1, got {self.num_simulations}"
+            )
+        if self.root_visit_value not in ("zero", "network"):
+            raise ValueError(
+                "SearchConfig.root_visit_value must be 'zero' or 'network', got "
+                f"{self.root_visit_value!r}"
             )
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"SearchConfig.discount must lie in [0, 1], got {self.discount}")
@@ -167,8 +177,8 @@ class SearchOutput:
     Attributes:
         visit_counts: [B, A] int32 visits of each root child (0 for illegal actions).
         root_value: [B] float32 search value of the root: its value sum over its visits, where
-            the root starts with one visit carrying the network's root value v ((v + W) / (n + 1)
-            after n simulations; LightZero's MuZero tree counts that visit with value 0).
+            the root starts with one visit and value sum 0 (LightZero: W / (n + 1) after n
+            simulations; the network's root value is not part of it).
         q_values: [B, A] float32 r + γ·v of each root child, 0 where the child is unvisited.
         tree: the whole search tree, for policies that read more than these root statistics
             (Gumbel's completed Q and improved policy).

@@ -5,9 +5,9 @@ nodes per tree (num_simulations + 1) and A the actions. All per-node work runs i
 kernels of `selection.py` and `backup.py`, entered once per simulation through `simulate.py`;
 this module only moves batched arrays between them, the model, and the latent store. Variants
 reuse this loop with another rule code (another descent in `selection.py`) rather than copy it:
-PUCT (MuZero), Gumbel and chance nodes (Stochastic MuZero, `chance.py`) today. The root starts
-with one visit carrying the network's value v, so its value is (v + W) / (n + 1) after n
-simulations (LightZero's MuZero tree adds no value there: see `_init_roots`).
+PUCT (MuZero), Gumbel and chance nodes (Stochastic MuZero, `chance.py`) today. The root follows
+LightZero by default: one visit, value sum 0, so its reported value is W / (n + 1) after n
+simulations; `SearchConfig.root_visit_value="network"` counts the network's value in that visit.
 """
 
 from __future__ import annotations
@@ -160,16 +160,16 @@ def _init_roots(
     rng: np.random.Generator | None,
     gumbel: np.ndarray | None,
 ) -> None:
-    """Sets the root priors and the root's single visit, which carries the network's root value.
+    """Sets the root priors and the root's single visit.
 
-    LightZero's MuZero `Roots.prepare` counts that visit with value sum 0 (its Gumbel tree adds
-    the value), so its root value is W / (n + 1), shrunk toward 0 by one visit's share, and
-    every backup widens the min-max statistics by γ times that shrunk value. Where |V| is large
-    next to the differences between actions (Acrobot: V ≈ -85, Q differences ≈ 0.1-1) that
-    widening (≈ |V| / (n + 1) ≈ 3.3 at n = 25) flattens the normalised Q, the visits follow the
-    prior and the policy never learns a state-dependent action (issue 15 notes). Counting the
-    network's value in that visit makes the root value (v + W) / (n + 1), an unbiased mean. The
-    raw value is also kept for Gumbel's mixed value.
+    As LightZero's MuZero `Roots.prepare` (the default, `root_visit_value="zero"`): the root
+    counts one visit but no value, so its value is W / (n + 1), shrunk toward 0 by that visit's
+    share, and every backup widens the min-max statistics by γ times that shrunk value. Where
+    |V| is large next to the differences between actions (Acrobot: V ≈ -85, Q differences
+    ≈ 0.1-1) the widening (≈ |V| / (n + 1) ≈ 3.3 at n = 25) flattens the normalised Q and the
+    visits follow the prior (issue 15 notes). With `root_visit_value="network"` (mctx, and
+    LightZero's own Gumbel tree) that visit carries the network's root value: (v + W) / (n + 1).
+    The raw value is kept either way for Gumbel's mixed value.
     """
     mask = roots.action_mask.astype(np.bool_)
     tree.children_prior[:, ROOT_INDEX] = root_prior(
@@ -177,7 +177,8 @@ def _init_roots(
     )
     tree.root_legal[:] = mask
     tree.node_visits[:, ROOT_INDEX] = 1
-    tree.node_value_sum[:, ROOT_INDEX] = roots.value
+    if cfg.root_visit_value == "network":
+        tree.node_value_sum[:, ROOT_INDEX] = roots.value
     tree.node_raw_value[:, ROOT_INDEX] = roots.value
     if gumbel is not None:
         if gumbel.shape != mask.shape:
@@ -248,7 +249,8 @@ def pad_roots(roots: SearchRoots, width: int) -> SearchRoots:
 
 
 def _root_output(tree: Tree, discount: float, num_actions: int, chance: bool) -> SearchOutput:
-    """Collects the root statistics of every tree; the root value is (v + W) / (n + 1).
+    """Collects the root statistics of every tree; the root value is W / (n + 1) (LightZero), or
+    (v + W) / (n + 1) with `root_visit_value="network"`.
 
     The root's children are its first `num_actions`; under the CHANCE rule they are afterstates,
     whose Q is their value.
