@@ -29,8 +29,9 @@ def metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
 
 
-def start(tmp_path: Path, *args: str) -> subprocess.Popen:
-    """The CLI in its own process group (as a terminal or a scheduler would run it)."""
+def start(tmp_path: Path, *args: str, sigint=default_sigint) -> subprocess.Popen:
+    """The CLI in its own process group (as a terminal or a scheduler would run it); `sigint`
+    sets the SIGINT disposition it starts with."""
     return subprocess.Popen(
         [sys.executable, "-m", "zeropipe", "train", str(tmp_path / "tiny.yaml"), "--quiet", *args],
         cwd=tmp_path,
@@ -38,8 +39,13 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=default_sigint,
+        preexec_fn=sigint,
     )
+
+
+def ignored_sigint() -> None:
+    """SIGINT ignored, as a shell script starts its background jobs (`cmd &`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def wait_for(proc: subprocess.Popen, run: Path, predicate, timeout_s: float = 180) -> dict:
@@ -155,12 +161,17 @@ def test_a_double_ctrl_c_still_leaves_a_loadable_checkpoint(tmp_path: Path):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("sigint", [default_sigint, ignored_sigint], ids=["", "sigint-ignored"])
 @pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
-def test_sigterm_writes_the_final_checkpoint_and_exits_143(tmp_path: Path, pipeline: list[str]):
-    """`kill PID` (a scheduler's stop) takes the Ctrl-C path, sent to the driver alone."""
+def test_sigterm_writes_the_final_checkpoint_and_exits_143(
+    tmp_path: Path, pipeline: list[str], sigint
+):
+    """`kill PID` (a scheduler's stop) takes the Ctrl-C path, sent to the driver alone; also in
+    a process that started with SIGINT ignored (before the fix it kept training)."""
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
     run = tmp_path / "run"
-    proc = start(tmp_path, *pipeline, "--set", "policy.async_pipeline.shutdown_timeout_s=20")
+    args = [*pipeline, "--set", "policy.async_pipeline.shutdown_timeout_s=20"]
+    proc = start(tmp_path, *args, sigint=sigint)
     try:
         wait_for(proc, run, lambda e: e["event"] == "train")
         proc.send_signal(signal.SIGTERM)

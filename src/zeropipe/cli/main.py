@@ -132,11 +132,16 @@ def _sigterm_as_ctrl_c() -> None:
 
     The handler re-raises it as SIGINT in this process, so whichever SIGINT handler is in force
     (asyncio.Runner's: cancel the driver; Python's default: KeyboardInterrupt in the sync loop)
-    writes the final checkpoint and shuts down cleanly; the exit status is then 143.
+    writes the final checkpoint and shuts down cleanly; the exit status is then 143. A process
+    that started with SIGINT ignored (a shell script's `zeropipe train ... &`) would drop that
+    SIGINT, so SIGINT then gets Python's default handler first: the KeyboardInterrupt ends the
+    sync loop, or stops the event loop, whose Runner then cancels the driver on its way out.
     """
 
     def handler(_signum: int, _frame: object) -> None:
         _Terminated.seen = True
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.raise_signal(signal.SIGINT)
 
     signal.signal(signal.SIGTERM, handler)
