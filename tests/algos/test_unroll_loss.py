@@ -109,3 +109,22 @@ def test_a_fully_masked_sample_has_zero_loss_and_no_gradient(net):
     loss[0].backward()
     assert all(p.grad is None or not p.grad.any() for p in net.parameters())
     assert float(loss[1:].detach().abs().min()) > 0.0
+
+
+def test_absorbing_states_train_value_and_reward_toward_zero(net, ssl_net):
+    """Sample 0's state c = 2 past a true terminal is absorbing: the value target there and the
+    reward target of the step into it are read; its policy target and SSL observation are not."""
+    absorbing = torch.zeros(B, K + 1)
+    absorbing[0, 2] = 1.0
+    inp = dataclasses.replace(_inputs(), absorbing=absorbing)
+    base = _loss(net, inp)
+    for name, index in (("reward_target", (0, 1)), ("value_target", (0, 2))):
+        after = _loss(net, _changed(inp, name, index, 3.5))
+        assert abs(float(after[0] - base[0])) > 1e-4, name
+        torch.testing.assert_close(after[1:], base[1:], rtol=0, atol=0)
+    after = _loss(net, _changed(inp, "policy_target", (0, 2), [1.0, 0.0]))
+    torch.testing.assert_close(after, base, rtol=0, atol=0)
+    ssl_base = _loss(ssl_net, inp, SSL_WEIGHTS)
+    frame = [9.0, -9.0, 9.0, -9.0]
+    ssl_after = _loss(ssl_net, _changed(inp, "obs_seq", (0, 2), frame), SSL_WEIGHTS)
+    assert float(ssl_after[0]) == float(ssl_base[0])

@@ -69,6 +69,8 @@ def test_terminal_end_is_monte_carlo_and_masks_past_the_end():
     assert batch.policy_mask[i].tolist() == [1, 0, 0]
     assert batch.legal_masks[i, 2].all()  # c > n: all legal
     assert batch.target_indices[i].tolist() == [9, -1, -1]
+    assert batch.absorbing[i].tolist() == [0, 0, 1]  # c > n after a true terminal
+    assert not batch.absorbing[row(2)].any()
 
 
 def test_truncation_bootstraps_from_the_final_observation():
@@ -78,6 +80,7 @@ def test_truncation_bootstraps_from_the_final_observation():
     np.testing.assert_allclose(batch.bootstrap_discount[i], [0.5, 1.0, 0.0])
     np.testing.assert_array_equal(_frame(batch.bootstrap_obs[i, :2])[:, 0], [10, 10])
     assert batch.value_mask[i].tolist() == [1, 1, 0]
+    assert not batch.absorbing.any()  # past a time limit the episode goes on: nothing absorbs
 
 
 def test_unroll_crossing_into_padding_reads_the_successor_copy():

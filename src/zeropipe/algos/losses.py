@@ -4,13 +4,16 @@ Runs in: driver. MuZero (Schrittwieser et al. 2020, app. G): the network is unro
 the root latent along the stored actions; each step predicts policy, value and the reward of the
 action taken. Losses are kept per sample ([B]) so that PER importance weights weigh samples, not a
 batch mean (lightzero_facts pitfall 6). Unlike the reference learner, masks are applied: states past
-the stored data contribute nothing.
+the stored data contribute nothing, except the absorbing states past a true terminal when the
+inputs carry them (`UnrollInputs.absorbing`, the option `policy.absorbing_terminal`): their value
+target 0 and the reward target 0 of the step into them are kept (MuZero app. G; the reference
+trains its zero padding unmasked).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +48,9 @@ class UnrollInputs:
     # sampled search over continuous actions: [B, K+1, Ks, D] the root sampled actions the
     # policy target [B, K+1, Ks] belongs to (policy_mask masks the states past the data)
     sampled_actions: torch.Tensor | None = None
+    # [B, K+1] 1 at the absorbing states past a true terminal, trained to value 0 and reward 0
+    # for the step into them; None: masked like any state past the data
+    absorbing: torch.Tensor | None = None
 
 
 # (policy output [B, ...], the unroll inputs, step k) -> (policy loss [B], entropy [B])
@@ -91,6 +97,7 @@ def unroll_loss(
     """
     policy_terms = policy_terms or full_policy_terms
     k_steps = inp.actions.shape[1]
+    inp, reward_mask = with_absorbing_masks(inp)  # SSL keeps inp.reward_mask: real steps only
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S]
     out = net.initial_inference(inp.root_obs)
@@ -104,7 +111,7 @@ def unroll_loss(
         out = net.recurrent_inference(latent, inp.actions[:, k])
         latent = out.latent
         p, v, e = _prediction_terms(out, inp, value_cat, k + 1, policy_terms)
-        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
+        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * reward_mask[:, k]
         pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
         rew = rew + r / k_steps
         if w.ssl > 0 and inp.obs_seq is not None:
@@ -115,6 +122,17 @@ def unroll_loss(
         terms["ssl_loss"] = ssl
     means = {name: t.detach().mean() for name, t in terms.items()}
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def with_absorbing_masks(inp: UnrollInputs) -> tuple[UnrollInputs, torch.Tensor]:
+    """(the inputs with the absorbing states' value terms unmasked, the reward-term mask [B, K]
+    that also keeps the step into an absorbing state). Their targets are 0: the buffer's value
+    and reward targets are 0 past the data. Without absorbing states: (inp, inp.reward_mask)."""
+    if inp.absorbing is None:
+        return inp, inp.reward_mask
+    value_mask = torch.maximum(inp.value_mask, inp.absorbing)  # [B, K+1]
+    reward_mask = torch.maximum(inp.reward_mask, inp.absorbing[:, 1:])  # [B, K] step k: c+1
+    return replace(inp, value_mask=value_mask, absorbing=None), reward_mask
 
 
 def full_policy_terms(

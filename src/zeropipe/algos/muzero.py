@@ -73,8 +73,16 @@ class MuZeroFamily:
     def unroll_inputs(
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
-        """The MuZero default: int64 action indices (`algos/unroll_inputs.py`)."""
-        return unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device)
+        """The MuZero default: int64 action indices (`algos/unroll_inputs.py`); the absorbing
+        states past a true terminal are trained with `policy.absorbing_terminal`."""
+        return unroll_inputs(
+            batch,
+            targets,
+            frame_ndim,
+            self.needs_obs_seq(cfg),
+            cfg.device,
+            absorbing=cfg.absorbing_terminal,
+        )
 
     def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> ContextFreeRoots:
         """Context-free roots."""

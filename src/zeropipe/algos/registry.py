@@ -35,7 +35,7 @@ _SAMPLED_OPTIONS = (
 ALGORITHMS: dict[str, Algorithm] = {
     algo.name: algo
     for algo in (
-        Algorithm("muzero", MUZERO, "puct"),
+        Algorithm("muzero", MUZERO, "puct", options=("absorbing_terminal",)),
         Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
         Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=_SAMPLED_OPTIONS),
         Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),

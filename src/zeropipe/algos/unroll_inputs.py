@@ -27,6 +27,7 @@ def unroll_inputs(
     needs_obs_seq: bool,
     device: torch.device | str,
     actions_dtype: type = np.int64,
+    absorbing: bool = False,
 ) -> UnrollInputs:
     """Tensors of one unroll from a sampled batch and its computed targets.
 
@@ -58,4 +59,7 @@ def unroll_inputs(
         reward_mask=to_tensor(batch.reward_mask, device),
         policy_mask=to_tensor(batch.policy_mask, device),
         obs_seq=obs_seq,
+        absorbing=to_tensor(batch.absorbing, device)
+        if absorbing and batch.absorbing is not None
+        else None,
     )

@@ -45,6 +45,9 @@ class ReplayBatch:
             to (zeros where c >= n, masked by policy_mask); None when not stored.
         chance_labels: [B, K] int64 the env's chance outcome of transition pos+k (0 where
             pos+k >= n, masked by reward_mask); None when the env reports none.
+        absorbing: [B, K+1] float32, 1 where c > n follows a true terminal (an absorbing state:
+            value 0, and reward 0 for the step into it; value_mask is 0 there). A family that
+            trains absorbing states (MuZero app. G) reads it; None means no such state.
 
     For continuous actions `actions` is [B, K, D] float32 (uniform in [-1, 1] past the data).
     """
@@ -66,6 +69,7 @@ class ReplayBatch:
     make_time: np.ndarray
     root_sampled_actions: np.ndarray | None = None
     chance_labels: np.ndarray | None = None
+    absorbing: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ Value targets are n-step returns with the terminal/truncation distinction the re
 (lightzero_facts §2.7, §9.2): for c = pos + k <= n, td = min(T, n - c), the reward sum over
 [c, c+td) is bootstrapped at state c+td with discount^td, unless c+td == n is a true terminal
 (ends_episode and terminated), where the return is Monte-Carlo (discount 0). A time-limit
-truncation bootstraps from the final observation obs[n].
+truncation bootstraps from the final observation obs[n]. States past a true terminal (c > n) are
+marked `absorbing` (value_mask stays 0 there): whether they are trained (value and reward 0,
+MuZero app. G) is the family's choice.
 """
 
 from __future__ import annotations
@@ -151,12 +153,14 @@ def _value_fields(
     target = np.minimum(c + td, n)  # state c+td, clamped into the data where c > n
     terminal = (target == n) & (seg.ends_episode & seg.terminated)[:, None]
     discount = np.where(exists & ~terminal, spec.discount ** td.astype(np.float64), 0.0)
+    absorbing = (c > n) & (seg.ends_episode & seg.terminated)[:, None]
     bootstrap_obs = frame_stacks(store, _expand(seg), target)  # [B, K+1, S, *frame]
     return {
         "value_reward_sum": np.where(exists, reward_sum, 0.0).astype(np.float32),
         "bootstrap_discount": discount.astype(np.float32),
         "bootstrap_obs": bootstrap_obs,
         "value_mask": exists.astype(np.float32),
+        "absorbing": absorbing.astype(np.float32),
     }
 
 

@@ -484,6 +484,12 @@ class PolicyConfig(_Strict):
     ssl_loss_weight: float = Field(
         0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
     )
+    absorbing_terminal: bool = Field(
+        False,
+        description="muzero: train the unroll steps past a true terminal as absorbing states "
+        "(value 0, reward 0 for the step into them; MuZero app. G, the reference's trained zero "
+        "padding) instead of masking them.",
+    )
     kv_cache_clear_interval: int = Field(
         2000,
         ge=0,
