@@ -21,12 +21,17 @@ def _true_labels_config(exp_name):
     )
 
 
-def test_2048_segments_carry_the_spawn_of_every_step(tmp_path):
-    collector = build_collector(_true_labels_config(tmp_path / "run"))
+def _one_collect(cfg):
+    """The segments of one collect of a fresh collector."""
+    collector = build_collector(cfg)
     try:
-        segments = collector.collect(temperature=1.0, epsilon=0.0).segments
+        return collector.collect(temperature=1.0, epsilon=0.0).segments
     finally:
         collector.close()
+
+
+def test_2048_segments_carry_the_spawn_of_every_step(tmp_path):
+    segments = _one_collect(_true_labels_config(tmp_path / "run"))
     assert segments
     s = segments[0].frame_stack
     for seg in segments:
@@ -41,19 +46,11 @@ def test_2048_segments_carry_the_spawn_of_every_step(tmp_path):
 
 
 def test_segments_of_an_env_without_chance_have_no_labels(tmp_path):
-    collector = build_collector(tiny_config(tmp_path / "run"))
-    try:
-        segments = collector.collect(temperature=1.0, epsilon=0.0).segments
-    finally:
-        collector.close()
+    segments = _one_collect(tiny_config(tmp_path / "run"))
     assert segments and all(seg.chance_labels is None for seg in segments)
 
 
 @pytest.mark.parametrize("policy", [{}, {"type": "stochastic_muzero"}])
 def test_2048_segments_have_no_labels_when_the_learner_does_not_read_them(tmp_path, policy):
-    collector = build_collector(tiny_2048_config(tmp_path / "run", **policy))
-    try:
-        segments = collector.collect(temperature=1.0, epsilon=0.0).segments
-    finally:
-        collector.close()
+    segments = _one_collect(tiny_2048_config(tmp_path / "run", **policy))
     assert segments and all(seg.chance_labels is None for seg in segments)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import Mapping
+import logging
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -214,3 +215,27 @@ def open_backend(
         inbox,
     )
     return pool, SnapshotPublisher(layout)
+
+
+async def wait_bounded(
+    futures: Collection[asyncio.Future],
+    timeout_s: float,
+    what: str,
+    then: str,
+    logger: logging.Logger,
+) -> None:
+    """Wait up to `timeout_s` for `futures` (workers exiting); cancel and report the rest.
+
+    Args:
+        futures: one per worker; may be empty.
+        what: the workers, for the warning ("worker(s)", "actor(s)").
+        then: what happens to the ones left ("killing", "ending them").
+        logger: the backend's logger, which gets the warning.
+    """
+    if not futures:
+        return
+    _done, pending = await asyncio.wait(futures, timeout=timeout_s)
+    for fut in pending:
+        fut.cancel()
+    if pending:
+        logger.warning("%d %s did not exit within %.0fs; %s", len(pending), what, timeout_s, then)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle
+from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle, wait_bounded
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.ray_session import RaySession
 from zeropipe.pipeline.supervisor import HELLO_TIMEOUT_S, spawn_seed
@@ -206,14 +206,7 @@ class RayBackend(ReplacingWorkers):
                 handle.call.cancel()
             if handle.actor is not None and handle.ready:
                 closing.append(asyncio.wrap_future(handle.actor.close.remote().future()))
-        if closing:
-            _done, pending = await asyncio.wait(closing, timeout=timeout_s)
-            for fut in pending:
-                fut.cancel()
-            if pending:
-                log.warning(
-                    "%d actor(s) did not close within %.0fs; ending them", len(pending), timeout_s
-                )
+        await wait_bounded(closing, timeout_s, "actor(s)", "ending them", log)
         for handle in self.workers:
             self._end(handle)
         self.store.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from zeropipe.pipeline.backend import ReplacingWorkers, Role, WorkerHandle
+from zeropipe.pipeline.backend import ReplacingWorkers, Role, WorkerHandle, wait_bounded
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.transport import (
     CollectRequest,
@@ -217,14 +217,7 @@ class WorkerPool(ReplacingWorkers):
                     async with asyncio.timeout(1.0):
                         await handle.endpoint.send(Shutdown())
         exits = [_process_exit(h.process) for h in self.workers if h.process is not None]
-        if exits:
-            _done, pending = await asyncio.wait(exits, timeout=timeout_s)
-            for fut in pending:
-                fut.cancel()
-            if pending:
-                log.warning(
-                    "%d worker(s) did not exit within %.0fs; killing", len(pending), timeout_s
-                )
+        await wait_bounded(exits, timeout_s, "worker(s)", "killing", log)
         self.kill_all()
 
     def kill_all(self) -> None:
