@@ -88,7 +88,12 @@ class WorldModelConfig(_Strict):
     reward_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the reward loss (1).")
     policy_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the policy loss (1).")
     label_smoothing_eps: float = Field(
-        0.1, ge=0.0, lt=1.0, description="Label smoothing of value/reward two-hot targets."
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="Label smoothing of value/reward two-hot targets (reference: 0.1). It pulls "
+        "the decoded values toward the support's mean by this share, compounded by "
+        "bootstrapping: with reward 1 per step, td 5 and γ 0.997 the value's fixed point is ~24.",
     )
 
 
