@@ -71,6 +71,40 @@ def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypa
     assert path.name == LATEST and payload["learner"]["train_iter"] == 1
 
 
+def test_a_ctrl_c_during_a_save_stays_a_ctrl_c(tmp_path, monkeypatch):
+    """torch.save turns a KeyboardInterrupt raised in the file's write into a RuntimeError; read
+    as a failed periodic checkpoint, the Ctrl-C was swallowed and the run trained on (seen once
+    in CI: test_ctrl_c_shuts_down_cleanly[sync] timed out after a "periodic checkpoint failed")."""
+    run = RunDir(tiny_config(tmp_path / "run"))
+    run.save(LATEST, latest_payload(1))
+    real_save = torch.save
+
+    class CtrlCOnThirdWrite:
+        def __init__(self, f):
+            self.f, self.writes = f, 0
+
+        def write(self, data):
+            self.writes += 1
+            if self.writes == 3:
+                raise KeyboardInterrupt
+            return self.f.write(data)
+
+        def flush(self):
+            self.f.flush()
+
+    monkeypatch.setattr(
+        run_dir_module.torch, "save", lambda obj, f: real_save(obj, CtrlCOnThirdWrite(f))
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run.save(LATEST, latest_payload(2))
+    monkeypatch.undo()
+    run.close()
+    ckpt = tmp_path / "run" / "ckpt"
+    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
+    path, payload = load_latest(str(tmp_path / "run"))
+    assert path.name == LATEST and payload["learner"]["train_iter"] == 1
+
+
 def test_a_save_fsyncs_the_file_and_its_directory(tmp_path, monkeypatch):
     run = RunDir(tiny_config(tmp_path / "run"))
     synced: list[str] = []

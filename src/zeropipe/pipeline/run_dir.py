@@ -155,6 +155,10 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
 
     Raises:
         CheckpointError: any failure; the temp file is removed and `path` is left as it was.
+        KeyboardInterrupt: a Ctrl-C (or SIGTERM, which takes its path) arrived while writing,
+            also when the writer turned it into another error: torch.save re-raises a
+            KeyboardInterrupt from the file's write as a RuntimeError, which would otherwise
+            read as a failed periodic checkpoint and the run would train on.
     """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
@@ -167,9 +171,24 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+        interrupt = _interrupt_behind(exc)
+        if interrupt is not None and interrupt is not exc:
+            raise interrupt from None
         if isinstance(exc, OSError | RuntimeError):
             raise CheckpointError(f"could not write {path}: {exc}") from exc
         raise
+
+
+def _interrupt_behind(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit in `exc`'s cause/context chain (itself included)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt | SystemExit):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _keep_previous(path: Path, prev: Path) -> None:
