@@ -52,6 +52,14 @@ def test_an_empty_existing_directory_is_accepted(tmp_path):
     RunDir(tiny_config(tmp_path / "run")).close()
 
 
+def _assert_first_save_intact(run: RunDir, root: Path) -> None:
+    """After a failed second save: no temp file left, and the latest is still the first save."""
+    run.close()
+    assert not [p.name for p in (root / "ckpt").iterdir() if ".tmp" in p.name]
+    path, payload = load_latest(str(root))
+    assert path.name == LATEST and payload["learner"]["train_iter"] == 1
+
+
 def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypatch):
     run = RunDir(tiny_config(tmp_path / "run"))
     run.save(LATEST, latest_payload(1))
@@ -64,11 +72,7 @@ def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypa
     with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*No space left"):
         run.save(LATEST, latest_payload(2))
     monkeypatch.undo()
-    run.close()
-    ckpt = tmp_path / "run" / "ckpt"
-    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
-    path, payload = load_latest(str(tmp_path / "run"))
-    assert path.name == LATEST and payload["learner"]["train_iter"] == 1
+    _assert_first_save_intact(run, tmp_path / "run")
 
 
 def test_a_ctrl_c_during_a_save_stays_a_ctrl_c(tmp_path, monkeypatch):
@@ -98,11 +102,7 @@ def test_a_ctrl_c_during_a_save_stays_a_ctrl_c(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run.save(LATEST, latest_payload(2))
     monkeypatch.undo()
-    run.close()
-    ckpt = tmp_path / "run" / "ckpt"
-    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
-    path, payload = load_latest(str(tmp_path / "run"))
-    assert path.name == LATEST and payload["learner"]["train_iter"] == 1
+    _assert_first_save_intact(run, tmp_path / "run")
 
 
 def test_a_save_fsyncs_the_file_and_its_directory(tmp_path, monkeypatch):
