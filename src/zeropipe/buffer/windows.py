@@ -151,9 +151,10 @@ def _value_fields(
     reward_sum = np.sum(np.where(i < td[..., None], rewards * powers, 0.0), axis=-1)
 
     target = np.minimum(c + td, n)  # state c+td, clamped into the data where c > n
-    terminal = (target == n) & (seg.ends_episode & seg.terminated)[:, None]
+    ends_terminal = (seg.ends_episode & seg.terminated)[:, None]  # [B, 1]
+    terminal = (target == n) & ends_terminal
     discount = np.where(exists & ~terminal, spec.discount ** td.astype(np.float64), 0.0)
-    absorbing = (c > n) & (seg.ends_episode & seg.terminated)[:, None]
+    absorbing = (c > n) & ends_terminal
     bootstrap_obs = frame_stacks(store, _expand(seg), target)  # [B, K+1, S, *frame]
     return {
         "value_reward_sum": np.where(exists, reward_sum, 0.0).astype(np.float32),

@@ -49,10 +49,10 @@ def select_action(
     if deterministic or temperature == 0.0:
         actions = np.argmax(visits, axis=1)
     else:
-        actions = _sample_rows(_tempered(visits, temperature), rng)
+        actions = sample_rows(_tempered(visits, temperature), rng)
     if epsilon > 0.0:
         explore = rng.random(visits.shape[0]) < epsilon
-        uniform = _sample_rows(np.asarray(action_mask, dtype=np.float64), rng)
+        uniform = sample_rows(np.asarray(action_mask, dtype=np.float64), rng)
         actions = np.where(explore, uniform, actions)
     return actions.astype(np.int64)
 
@@ -66,7 +66,7 @@ def _tempered(visits: np.ndarray, temperature: float) -> np.ndarray:
     return np.exp(logits - logits.max(axis=1, keepdims=True))
 
 
-def _sample_rows(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def sample_rows(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """[B] one index per row drawn ∝ the row's non-negative `weights` ([B, A])."""
     cumulative = np.cumsum(weights, axis=1)
     threshold = rng.random(weights.shape[0]) * cumulative[:, -1]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from zeropipe.mcts.acting import sample_rows
+
 
 class HeldExploration:
     """Per-env held random actions on top of the search's actions (discrete actions only).
@@ -61,7 +63,7 @@ class HeldExploration:
             raise ValueError(f"HeldExploration: epsilon must lie in [0, 1], got {epsilon}")
         num_envs = actions.shape[0]
         start = (self.remaining == 0) & (rng.random(num_envs) < self.start_probability(epsilon))
-        uniform = uniform_legal(action_mask, rng)
+        uniform = sample_rows(action_mask.astype(np.float64), rng)  # uniform legal actions
         self.action = np.where(start, uniform, self.action)
         self.remaining = np.where(start, self.hold_steps, self.remaining)
         legal = action_mask[np.arange(num_envs), self.action]
@@ -72,10 +74,3 @@ class HeldExploration:
     def reset(self, env: int) -> None:
         """Env `env` started a new episode: drop its hold."""
         self.remaining[env] = 0
-
-
-def uniform_legal(action_mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """[B] int64 one uniform legal action per row of `action_mask` ([B, A] bool)."""
-    cumulative = np.cumsum(action_mask, axis=1)
-    threshold = rng.random(action_mask.shape[0]) * cumulative[:, -1]
-    return np.argmax(cumulative > threshold[:, None], axis=1).astype(np.int64)
