@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import GAME_2048_ENV_ID, EnvBatch, random_policy_scores
 
 

@@ -15,9 +15,8 @@ from tests.buffer.factories import make_segment
 from tests.learner.factories import all_roots, tiny_network, tiny_policy
 from zeropipe.algos.losses import unroll_loss
 from zeropipe.algos.muzero import MUZERO, loss_weights
-from zeropipe.algos.registry import algorithm_for
 from zeropipe.algos.targets import Targets
-from zeropipe.config import ConfigError
+from zeropipe.config import ConfigError, config_from_dict
 
 
 def _inputs(cfg, batch):
@@ -50,4 +49,9 @@ def test_the_option_trains_only_the_states_past_a_true_terminal(terminated):
 
 def test_the_option_belongs_to_muzero():
     with pytest.raises(ConfigError, match="absorbing_terminal"):
-        algorithm_for(tiny_policy(type="unizero", absorbing_terminal=True))
+        config_from_dict(
+            {
+                "env": {"env_id": "CartPole-v1"},
+                "policy": {"type": "unizero", "absorbing_terminal": True},
+            }
+        )

@@ -9,7 +9,7 @@ import pytest
 from tests.tiny import tiny_config
 from zeropipe.algos import registry
 from zeropipe.algos.algorithm import Algorithm
-from zeropipe.algos.muzero import MUZERO
+from zeropipe.algos.muzero import MUZERO, MuZeroConfig
 from zeropipe.config import ConfigError, config_from_dict, dump_config
 from zeropipe.mcts import SEARCH_POLICIES, PolicyOutput
 from zeropipe.pipeline.build import build_collector
@@ -24,7 +24,8 @@ def _with(cfg, **policy):
 def test_every_registered_type_builds_with_its_own_options(tmp_path):
     for name, algo in registry.ALGORITHMS.items():
         cfg = tiny_config(tmp_path, type=name)
-        assert registry.algorithm_for(cfg.policy) is algo
+        assert registry.algorithm(cfg.policy.type) is algo
+        assert type(cfg.policy) is algo.config
 
 
 @pytest.mark.parametrize(
@@ -40,18 +41,17 @@ def test_every_registered_type_builds_with_its_own_options(tmp_path):
     ],
 )
 def test_another_types_option_is_a_config_error_naming_the_key(tmp_path, policy_type, policy, key):
-    cfg = _with(tiny_config(tmp_path, type=policy_type), **policy)
     with pytest.raises(ConfigError) as info:
-        registry.algorithm_for(cfg.policy)
+        _with(tiny_config(tmp_path, type=policy_type), **policy)
     assert key in str(info.value) and policy_type in str(info.value)
 
 
 def test_a_world_model_setting_on_a_muzero_config_is_refused(tmp_path):
     cfg = tiny_config(tmp_path)
     raw = cfg.model_dump(mode="json")
-    raw["policy"]["model"]["world_model"]["embed_dim"] = 32
+    raw["policy"]["model"]["world_model"] = {"embed_dim": 32}
     with pytest.raises(ConfigError, match=r"policy\.model\.world_model"):
-        registry.algorithm_for(config_from_dict(raw).policy)
+        config_from_dict(raw)
 
 
 @pytest.mark.parametrize("policy_type", ["muzero", "muzero_context"])
@@ -59,13 +59,13 @@ def test_a_gru_history_size_on_another_type_is_refused(tmp_path, policy_type):
     raw = tiny_config(tmp_path, type=policy_type).model_dump(mode="json")
     raw["policy"]["model"]["rnn_hidden_size"] = 32
     with pytest.raises(ConfigError, match=r"policy\.model\.rnn_hidden_size.*muzero_rnn_full_obs"):
-        registry.algorithm_for(config_from_dict(raw).policy)
+        config_from_dict(raw)
 
 
 def test_the_context_length_is_an_option_of_both_carried_root_types(tmp_path):
     for name in ("muzero_context", "muzero_rnn_full_obs"):
         cfg = tiny_config(tmp_path, type=name, context_length_init=3)
-        assert registry.algorithm_for(cfg.policy).name == name
+        assert cfg.policy.context_length_init == 3
 
 
 def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):
@@ -74,11 +74,13 @@ def test_a_resolved_config_with_every_default_spelled_out_still_loads(tmp_path):
     for name in registry.ALGORITHMS:
         cfg = tiny_config(tmp_path, type=name)
         again = config_from_dict(yaml.safe_load(dump_config(cfg)))
-        registry.algorithm_for(again.policy)
+        assert again == cfg
 
 
 def test_an_unimplemented_type_is_a_config_error_listing_the_available():
-    with pytest.raises(ConfigError, match=r"'no_such_type' \(unknown\).*available: .*muzero"):
+    with pytest.raises(
+        ConfigError, match=r"'no_such_type' is not a policy type.*available: .*muzero"
+    ):
         registry.algorithm("no_such_type")
 
 
@@ -102,7 +104,7 @@ def test_a_new_search_policy_plugs_in_through_the_registry_alone(tmp_path, monke
     """One search-policy function + one registry entry: the unchanged Collector plays its action
     and stores its policy target and root value."""
     monkeypatch.setitem(SEARCH_POLICIES, "last", _last_action_policy)
-    monkeypatch.setitem(registry.ALGORITHMS, "muzero", Algorithm("muzero", MUZERO, "last"))
+    monkeypatch.setitem(registry.ALGORITHMS, "muzero", Algorithm(MuZeroConfig, MUZERO, "last"))
     collector = build_collector(tiny_config(tmp_path))
     try:
         result = collector.collect(temperature=1.0, epsilon=0.0)

@@ -52,7 +52,7 @@ def _continuous_setup(policy_type: str = "sampled_muzero"):
     from zeropipe.algos.registry import algorithm
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
-    from zeropipe.config.schema import PolicyConfig
+    from zeropipe.config import PolicyConfig
 
     extra = {}
     if policy_type == "sampled_efficientzero":
@@ -136,7 +136,6 @@ def test_continuous_policy_loss_ignores_masked_slots_in_the_learner_path(policy_
 
 def test_reanalysis_re_samples_the_root_actions_with_the_targets() -> None:
     from tests.buffer.test_sampled_columns import _buffer, sampled_segment
-    from zeropipe.algos.acting import search_config
     from zeropipe.algos.targets import TargetComputer
     from zeropipe.mcts import search_policy
 
@@ -149,7 +148,7 @@ def test_reanalysis_re_samples_the_root_actions_with_the_targets() -> None:
     buffer = _buffer()
     buffer.push([seg])
     batch = buffer.sample(6)
-    search = search_config(cfg, 4)
+    search = cfg.search_config(4)
     computer = TargetComputer(net, 1, search, search_policy("sampled"), 0.5, 0)
     targets = computer.compute(batch)
     wb = targets.writeback

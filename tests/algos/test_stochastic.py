@@ -11,8 +11,8 @@ import torch
 
 from tests.learner.factories import OBS, A, random_unroll_inputs, tiny_policy
 from tests.tiny import tiny_config
-from zeropipe.algos.acting import NetworkSearch, search_config
 from zeropipe.algos.losses import UnrollInputs
+from zeropipe.algos.network_search import NetworkSearch
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.stochastic import STOCHASTIC, stochastic_unroll_loss
 from zeropipe.algos.targets import TargetComputer
@@ -149,7 +149,7 @@ def test_reanalysis_searches_with_chance_nodes(monkeypatch):
     targets = TargetComputer(
         net,
         frame_ndim=1,
-        search_cfg=search_config(cfg, cfg.num_simulations),
+        search_cfg=cfg.search_config(cfg.num_simulations),
         policy=algorithm("stochastic_muzero").search_policy,
         reanalyze_ratio=1.0,
         seed=0,
@@ -167,7 +167,7 @@ def test_a_search_with_a_fixed_seed_is_reproducible_and_the_seed_matters():
     search = NetworkSearch(net, 1, algorithm("stochastic_muzero").search_policy)
     frames = np.random.default_rng(3).normal(size=(8, 1, OBS)).astype(np.float32)
     mask = np.ones((8, A), dtype=bool)
-    sc = search_config(cfg, cfg.num_simulations)
+    sc = cfg.search_config(cfg.num_simulations)
     runs = [
         search.search(frames, mask, sc, np.random.default_rng(seed), ActingParams("eval"))
         for seed in (4, 4, 5)

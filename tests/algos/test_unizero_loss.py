@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from zeropipe.algos.losses import UnrollInputs
-from zeropipe.algos.unizero import unizero_loss
-from zeropipe.config import ModelConfig, PolicyConfig, WorldModelConfig
+from zeropipe.algos.unizero import UniZeroConfig, unizero_loss
+from zeropipe.config import UniZeroModelConfig, WorldModelConfig
 from zeropipe.models import UniZeroNetwork
 
 B, K, A, OBS = 4, 3, 2, 4
@@ -18,7 +18,7 @@ B, K, A, OBS = 4, 3, 2, 4
 @pytest.fixture
 def setup():
     torch.manual_seed(0)
-    model = ModelConfig(
+    model = UniZeroModelConfig(
         kind="mlp",
         latent_dim=16,
         hidden_dim=16,
@@ -31,7 +31,7 @@ def setup():
             embed_dim=16, num_layers=1, num_heads=2, context_steps=K, dropout=0.0
         ),
     )
-    cfg = PolicyConfig(type="unizero", model=model, num_unroll_steps=K)
+    cfg = UniZeroConfig(model=model, num_unroll_steps=K)
     net = UniZeroNetwork((OBS,), A, model)
     for p in net.parameters():  # the zero-initialised heads would hide per-sample differences
         torch.nn.init.normal_(p, std=0.2)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from zeropipe.config import ConfigError, dump_config, load_config
-from zeropipe.config.schema import AsyncPipelineConfig, ExperimentConfig
+import pytest
+import yaml
+
+from zeropipe.config import (
+    AsyncPipelineConfig,
+    ConfigError,
+    ExperimentConfig,
+    dump_config,
+    load_config,
+)
 
 
 @pytest.fixture
@@ -74,8 +82,42 @@ def test_async_defaults_derive_from_collectors():
     ],
 )
 def test_a_types_nested_default_merges_with_the_given_section(policy_type, sampled, want_prior):
-    from zeropipe.config.schema import PolicyConfig
+    from zeropipe.config import PolicyConfig
 
     cfg = PolicyConfig.model_validate({"type": policy_type, "sampled": sampled})
     assert cfg.sampled.prior == want_prior
     assert cfg.sampled.num_of_sampled_actions == sampled.get("num_of_sampled_actions", 6)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize(
+    ("name", "section"),
+    [
+        ("v0_1_unizero_config.yaml", "UniZeroConfig"),
+        ("v0_1_gumbel_muzero_config.yaml", "GumbelMuZeroConfig"),
+    ],
+)
+def test_a_config_yaml_of_the_previous_version_loads_as_its_types_section(name, section):
+    """Before typed sections, a run's config.yaml spelled out every type's options at their
+    defaults (these two were written by 0.1.0 at d79c6f5): they load, the other types' options
+    are dropped, the type's own values are kept."""
+    old = yaml.safe_load((FIXTURES / name).read_text())
+    cfg = load_config(FIXTURES / name)
+    assert type(cfg.policy).__name__ == section
+    resolved = yaml.safe_load(dump_config(cfg))
+    assert set(resolved["policy"]) < set(old["policy"])  # only the type's own fields are left
+    assert "stochastic" in old["policy"] and "stochastic" not in resolved["policy"]
+    for key, value in resolved["policy"].items():
+        if key != "model":
+            assert old["policy"][key] == value, key
+
+
+def test_another_types_option_in_an_old_file_that_is_not_its_default_is_refused(tmp_path):
+    old = yaml.safe_load((FIXTURES / "v0_1_unizero_config.yaml").read_text())
+    old["policy"]["gumbel"]["gumbel_scale"] = 10.0
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(old))
+    with pytest.raises(ConfigError, match=r"policy\.gumbel is an option of policy\.type gumbel_mu"):
+        load_config(path)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.envs.batch import BatchStep
 

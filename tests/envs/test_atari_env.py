@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.envs.atari import AtariGame
 from zeropipe.envs.registry import make_game

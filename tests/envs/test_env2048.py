@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from zeropipe.config import load_config
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig, load_config
 from zeropipe.envs import GAME_2048_ENV_ID, EnvBatch, EnvError, env_spec, random_policy_scores
 from zeropipe.envs.board2048 import NO_SPAWN_CODE, decode_chance, from_tiles, planes, to_tiles
 from zeropipe.envs.env2048 import Game2048Env

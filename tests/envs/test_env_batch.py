@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import EnvBatch
 
 MASKED_ENV_ID = "zeropipe_test/Masked-v0"

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import CHAIN_ENV_ID, EnvBatch, EnvError, check_env_id, env_spec
 from zeropipe.envs.spec import scale_action
 

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from tests.tiny import tiny_config
-from zeropipe.config import ConfigError
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import ConfigError, EnvConfig
 from zeropipe.envs import EnvBatch, EnvError, check_env_id, env_spec
 from zeropipe.models.encoders import resolve_kind
 from zeropipe.pipeline.async_driver import train_async

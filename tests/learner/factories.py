@@ -10,18 +10,20 @@ import copy
 
 import numpy as np
 import torch
+from pydantic import BaseModel
 
 from zeropipe.algos.losses import UnrollInputs
 from zeropipe.buffer import GameSegment, ReplayBatch, ReplayBuffer
-from zeropipe.config import ModelConfig, PolicyConfig
+from zeropipe.config import PolicyConfig
 from zeropipe.models import MuZeroNetwork
 
 OBS, A = 4, 2  # frame shape (OBS,), one frame per stack, A actions
 
 
 def tiny_policy(norm_type: str = "LN", **policy) -> PolicyConfig:
-    """A muzero PolicyConfig with a tiny MLP; `policy` overrides any PolicyConfig field."""
-    model = ModelConfig(
+    """A muzero policy section with a tiny MLP; `policy` overrides any field of the section of
+    its `type` (a section given as a model is read as its fields)."""
+    model = dict(
         kind="mlp",
         latent_dim=16,
         hidden_dim=16,
@@ -30,10 +32,9 @@ def tiny_policy(norm_type: str = "LN", **policy) -> PolicyConfig:
         norm_type=norm_type,
         value_support_range=(-10, 11, 1),
         reward_support_range=(-10, 11, 1),
-        proj_hidden_dim=16,
-        proj_out_dim=16,
-        pred_hidden_dim=16,
     )
+    if policy.get("type", "muzero") not in ("unizero", "sampled_unizero"):
+        model.update(proj_hidden_dim=16, proj_out_dim=16, pred_hidden_dim=16)
     defaults = {
         "type": "muzero",
         "model": model,
@@ -45,7 +46,10 @@ def tiny_policy(norm_type: str = "LN", **policy) -> PolicyConfig:
         "target_update_freq": 1000,  # targets stay fixed unless a test asks otherwise
         "reanalyze_ratio": 0.0,
     }
-    return PolicyConfig(**{**defaults, **policy})
+    given = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in policy.items()}
+    if isinstance(given.get("model"), dict):
+        given["model"] = {**model, **given["model"]}
+    return PolicyConfig.model_validate({**defaults, **given})
 
 
 def tiny_network(cfg: PolicyConfig, *, seed: int = 0, reinit: bool = True) -> MuZeroNetwork:

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.models.test_network import small
-from zeropipe.algos.acting import NetworkSearch
-from zeropipe.config.schema import ValuePrefixConfig
+from zeropipe.algos.network_search import NetworkSearch
+from zeropipe.config import ValuePrefixConfig
 from zeropipe.mcts import search_policy
 from zeropipe.models import EfficientZeroNetwork, logits_to_scalar, scalar_to_two_hot
 

@@ -85,10 +85,12 @@ def test_unknown_sigma_type_is_refused() -> None:
 
 
 def test_continuous_network_has_a_gaussian_head_and_reads_action_vectors() -> None:
-    from zeropipe.config.schema import ModelConfig
+    from zeropipe.algos.sampled_muzero import SampledMuZeroModelConfig
     from zeropipe.models import MuZeroNetwork
 
-    cfg = ModelConfig(continuous_action_space=True, latent_dim=8, hidden_dim=8, norm_type="LN")
+    cfg = SampledMuZeroModelConfig(
+        continuous_action_space=True, latent_dim=8, hidden_dim=8, norm_type="LN"
+    )
     torch.manual_seed(0)
     net = MuZeroNetwork((3,), 2, cfg, with_projection=False)
     root = net.initial_inference(torch.randn(4, 3))
@@ -102,9 +104,9 @@ def test_continuous_network_has_a_gaussian_head_and_reads_action_vectors() -> No
 
 
 def test_continuous_actions_with_an_image_latent_are_a_config_error() -> None:
+    from zeropipe.algos.sampled_muzero import SampledMuZeroModelConfig
     from zeropipe.config import ConfigError
-    from zeropipe.config.schema import ModelConfig
     from zeropipe.models.dynamics import build_dynamics
 
     with pytest.raises(ConfigError, match="continuous_action_space needs vector"):
-        build_dynamics((4, 3, 3), 2, ModelConfig(continuous_action_space=True))
+        build_dynamics((4, 3, 3), 2, SampledMuZeroModelConfig(continuous_action_space=True))

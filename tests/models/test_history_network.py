@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.learner.factories import OBS, A, tiny_policy
-from zeropipe.algos.acting import NetworkSearch
+from zeropipe.algos.network_search import NetworkSearch
 from zeropipe.mcts import ActingParams, SearchConfig, search_policy
 from zeropipe.models import HistoryNetwork
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from zeropipe.config import ConfigError, ModelConfig
+from zeropipe.config import ConfigError, ProjectionModelConfig
 from zeropipe.models import MuZeroNetwork, NetworkOutput, logits_to_scalar
 
 SMALL_SIZES = {
@@ -22,9 +22,9 @@ SMALL_SIZES = {
 SMALL_SUPPORT = {"value_support_range": (-10, 11, 1), "reward_support_range": (-5, 6, 1)}
 
 
-def small(**overrides: object) -> ModelConfig:
+def small(**overrides: object) -> ProjectionModelConfig:
     """A fast config: small widths, default supports unless overridden."""
-    return ModelConfig(**{**SMALL_SIZES, **overrides})
+    return ProjectionModelConfig(**{**SMALL_SIZES, **overrides})
 
 
 def _check_output(out: NetworkOutput, net: MuZeroNetwork, batch: int) -> None:
@@ -54,14 +54,14 @@ def test_vector_network_shapes(norm_type: str) -> None:
 
 
 def test_default_vector_network_matches_cartpole_sizes() -> None:
-    net = MuZeroNetwork((4,), 2, ModelConfig())
+    net = MuZeroNetwork((4,), 2, ProjectionModelConfig())
     out = net.initial_inference(torch.randn(3, 4))
     assert out.latent.shape == (3, 128)
     assert out.value_logits.shape == out.reward_logits.shape == (3, 601)
 
 
 def test_image_network_64px_uint8() -> None:
-    net = MuZeroNetwork((4, 64, 64), 6, ModelConfig(proj_hidden_dim=16, proj_out_dim=8))
+    net = MuZeroNetwork((4, 64, 64), 6, ProjectionModelConfig(proj_hidden_dim=16, proj_out_dim=8))
     obs = torch.randint(0, 256, (2, 4, 64, 64), dtype=torch.uint8)
     outputs = _unroll(net, obs, 1)
     assert net.kind == "conv"
@@ -95,9 +95,9 @@ def test_uint8_inputs_are_scaled_to_unit_range() -> None:
 
 def test_kind_is_resolved_or_rejected() -> None:
     with pytest.raises(ConfigError, match="kind=conv"):
-        MuZeroNetwork((4,), 2, ModelConfig(kind="conv"))
+        MuZeroNetwork((4,), 2, ProjectionModelConfig(kind="conv"))
     with pytest.raises(ConfigError, match="kind=auto"):
-        MuZeroNetwork((4, 4), 2, ModelConfig())
+        MuZeroNetwork((4, 4), 2, ProjectionModelConfig())
     flat = MuZeroNetwork((2, 6, 6), 3, small(kind="mlp"))
     assert flat.kind == "mlp"
     _check_output(flat.initial_inference(torch.rand(2, 2, 6, 6)), flat, 2)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from zeropipe.config import ConfigError, ModelConfig
+from zeropipe.config import ConfigError, UniZeroModelConfig
 from zeropipe.models import NetworkOutput, UniZeroNetwork, logits_to_scalar
 
 ACTIONS = 3
@@ -15,9 +15,9 @@ CONTEXT_STEPS = 4  # window of 8 tokens
 ATOL = 1e-5
 
 
-def _cfg(**world_model: object) -> ModelConfig:
+def _cfg(**world_model: object) -> UniZeroModelConfig:
     wm = {"embed_dim": 32, "num_layers": 2, "num_heads": 2, "context_steps": CONTEXT_STEPS}
-    return ModelConfig(
+    return UniZeroModelConfig(
         latent_dim=16,
         hidden_dim=16,
         num_channels=8,
@@ -251,3 +251,20 @@ def test_tick_invalidates_every_interval() -> None:
         contexts.tick(1)
         contexts.root(obs, [0], [0])
     assert (contexts.stats.hits, contexts.stats.rebuilds) == (3, 1)  # cleared after 3 steps
+
+
+@torch.no_grad()
+def test_an_invalidation_restarts_the_clock() -> None:
+    """No cache lives more than the interval: a weight load's invalidation counts as a clear."""
+    net = _network()
+    contexts = net.new_root_contexts(num_envs=1, clear_interval_steps=3)
+    obs = torch.randn(1, 4)
+    contexts.root(obs, [0], [-1])  # start
+    contexts.tick(2)
+    contexts.invalidate()  # e.g. new weights, 2 steps into the interval
+    contexts.root(obs, [0], [0])  # rebuild
+    contexts.tick(2)
+    contexts.root(obs, [0], [0])  # hit: 2 steps since the invalidation, not 4 since a clear
+    contexts.tick(1)
+    contexts.root(obs, [0], [0])  # rebuild: 3 steps since the invalidation
+    assert (contexts.stats.hits, contexts.stats.rebuilds) == (1, 2)

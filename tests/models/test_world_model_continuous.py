@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from zeropipe.config import ModelConfig
+from zeropipe.algos.sampled_unizero import SampledUniZeroModelConfig
 from zeropipe.models import UniZeroNetwork
 
 D = 2  # action dimensions
@@ -16,7 +16,7 @@ ATOL = 1e-5
 
 def _network(seed: int = 0) -> UniZeroNetwork:
     torch.manual_seed(seed)
-    cfg = ModelConfig(
+    cfg = SampledUniZeroModelConfig(
         latent_dim=16,
         hidden_dim=16,
         value_support_range=(-10, 11, 1),

@@ -7,9 +7,7 @@ import json
 import pytest
 
 from tests.tiny import tiny_config
-from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.build import build_collector
-from zeropipe.pipeline.sync import train_sync
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
 
@@ -27,22 +25,6 @@ def _config(path, name):
 def _events(run, kind: str) -> list[dict]:
     lines = (run / "log" / "metrics.jsonl").read_text().splitlines()
     return [e for e in map(json.loads, lines) if e["event"] == kind]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", TYPES)
-def test_trains_and_evaluates_sync(tmp_path, name):
-    summary = train_sync(_config(tmp_path / "run", name))
-    assert summary.train_iter > 0
-    assert _events(tmp_path / "run", "eval")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", TYPES)
-async def test_trains_and_evaluates_async(tmp_path, name):
-    summary = await train_async(_config(tmp_path / "run", name), show_progress=False)
-    assert summary.train_iter > 0
-    assert _events(tmp_path / "run", "eval")
 
 
 @pytest.mark.parametrize("name", TYPES)

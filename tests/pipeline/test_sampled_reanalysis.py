@@ -14,7 +14,7 @@ from tests.tiny import TINY_CONTINUOUS_MODEL
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
-from zeropipe.config.schema import PolicyConfig
+from zeropipe.config import PolicyConfig
 from zeropipe.learner.learner import Learner
 from zeropipe.pipeline.training import Trainer
 

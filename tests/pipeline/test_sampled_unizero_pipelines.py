@@ -60,9 +60,8 @@ def test_collects_float_actions_with_their_root_sampled_actions(tmp_path):
         collector.close()
 
 
-@pytest.mark.parametrize("continuous", [True, False], ids=["continuous", "discrete"])
-def test_trains_and_evaluates_sync_with_reanalysis(tmp_path, continuous):
-    cfg = _config(tmp_path / "run", continuous, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0)
+def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path):
+    cfg = _config(tmp_path / "run", True, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0)
     summary = train_sync(cfg)
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")

@@ -32,18 +32,6 @@ def check_chance_terms_logged(run) -> None:
     assert any(e["afterstate_value_loss"] > 0 for e in train)
 
 
-def test_stochastic_muzero_trains_sync(tmp_path):
-    summary = train_sync(stochastic_config(tmp_path / "run"))
-    assert summary.train_iter > 0
-    check_chance_terms_logged(tmp_path / "run")
-
-
-async def test_stochastic_muzero_trains_async(tmp_path):
-    summary = await train_async(stochastic_config(tmp_path / "run"), show_progress=False)
-    assert summary.train_iter > 0
-    check_chance_terms_logged(tmp_path / "run")
-
-
 def true_label_config(path):
     return tiny_2048_config(
         path,

@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from tests.tiny import tiny_config
-from zeropipe.algos.acting import root_inference
+from zeropipe.algos.network_search import root_inference
+from zeropipe.config import config_from_dict
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.build import build_collector, build_driver
+from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.sync import train_sync
 from zeropipe.pipeline.training import Trainer
 
@@ -80,6 +81,24 @@ def test_collector_caches_are_invalid_after_a_weight_load(tmp_path):
         assert stats.hits == hits and stats.rebuilds > rebuilds
     finally:
         collector.close()
+
+
+@pytest.mark.parametrize(("interval", "cleared_every_step"), [(1, True), (0, False)])
+def test_collect_and_eval_clear_the_caches_by_one_rule(tmp_path, interval, cleared_every_step):
+    """`kv_cache_clear_interval` steps of the envs clear every cache, in collect and in eval."""
+    raw = unizero_config(tmp_path / "run").model_dump(mode="json")
+    raw["policy"]["kv_cache_clear_interval"] = interval
+    cfg = config_from_dict(raw)
+    collector, evaluator = build_collector(cfg), build_evaluator(cfg)
+    try:
+        collector.collect(temperature=1.0, epsilon=0.0)
+        evaluator.evaluate()
+        for roots in (collector.roots, evaluator.roots):
+            assert roots.stats.rebuilds + roots.stats.starts > 0
+            assert (roots.stats.hits == 0) == cleared_every_step
+    finally:
+        collector.close()
+        evaluator.close()
 
 
 def test_driver_caches_are_invalid_after_a_completed_budget(tmp_path):

@@ -1,10 +1,11 @@
 """The algorithm seam: what a policy type is made of (DESIGN §3a, after mctx `policies.py`).
 
-Runs in: any. `policy.type` names one registered `Algorithm` (see `registry.py`): a *family* that
-builds the network, computes the loss and keeps per-env acting state, and the name of the *search
-policy* (`mcts/policies.py`) that acts and makes policy targets. The Collector, Evaluator,
+Runs in: any. `policy.type` names one registered `Algorithm` (see `registry.py`): its config
+section (a `PolicyConfig` subclass declared beside the algorithm), a *family* that builds the
+network, computes the loss and keeps per-env acting state, and the name of the *search policy*
+(`mcts/policies.py`) that acts and makes policy targets. The Collector, Evaluator,
 TargetComputer, Learner and `pipeline/build.py` ask the algorithm instead of branching on names;
-a new policy type is its module(s), one registry entry and its config section.
+a new policy type is its module(s), its config section and one `registry.register` call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from zeropipe.algos.losses import UnrollInputs, UnrollLoss
+from zeropipe.algos.network_search import RootSource
 from zeropipe.config import PolicyConfig
 from zeropipe.mcts import SearchPolicy, search_policy
 from zeropipe.models import Network
@@ -22,26 +24,6 @@ from zeropipe.models import Network
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
-
-
-class RootSource(Protocol):
-    """Per-env root provider of a collector or evaluator (the family's acting state).
-
-    A context-free family encodes the current observation alone; UniZero keeps a KV-cached
-    context per env. Both reset an env at its episode start and drop everything on a weight load.
-    """
-
-    def root(self, obs: torch.Tensor, env_ids: list[int], prev_actions: list[int]):
-        """Root outputs (a `NetworkOutput`) for stacked observations [B, *input] of `env_ids`."""
-        ...
-
-    def reset(self, env_id: int) -> None:
-        """Env `env_id` starts a new episode."""
-        ...
-
-    def invalidate(self) -> None:
-        """Everything computed with the old weights is stale."""
-        ...
 
 
 class Family(Protocol):
@@ -79,23 +61,29 @@ class Family(Protocol):
         """Per-env acting state for `num_envs` envs (`cfg` holds the type's acting options)."""
         ...
 
+    def keeps_chance_labels(self, cfg: PolicyConfig) -> bool:
+        """Whether the loss reads the env's chance outcomes, so collectors store them."""
+        ...
+
 
 @dataclass(frozen=True)
 class Algorithm:
     """One policy type.
 
     Attributes:
-        name: the `policy.type` it answers to.
+        config: its `policy` section; the default of its `type` field is the type's name.
         family: network, loss and acting state.
         search: name of its search policy in `mcts.SEARCH_POLICIES`.
-        options: dotted `policy.*` config keys that belong to this type; setting one of them
-            for another type is a config error (see `registry.check_options`).
     """
 
-    name: str
+    config: type[PolicyConfig]
     family: Family
     search: str
-    options: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The `policy.type` it answers to."""
+        return self.config.model_fields["type"].default
 
     @property
     def search_policy(self) -> SearchPolicy:

@@ -16,12 +16,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from pydantic import Field
 
+from zeropipe.config import Section
 from zeropipe.models import Network, NetworkOutput
 
 # (network, observations [B, *input], rows of the batch with a carried child [R],
 #  the carried children's outputs (R rows) or None when R = 0) -> root outputs of all B envs.
 RootCombiner = Callable[[Network, torch.Tensor, torch.Tensor, NetworkOutput | None], NetworkOutput]
+
+
+class CarriedRootOptions(Section):
+    """A mixin of the sections of the types whose roots carry state (muzero_context,
+    muzero_rnn_full_obs), before the family's section in the bases."""
+
+    context_length_init: int = Field(
+        5,
+        ge=1,
+        description="Acting re-encodes the root from the "
+        "observation (muzero_context) or restarts the latent history (muzero_rnn_full_obs) at "
+        "every episode start and every this many env steps of an env; 1 is plain muzero acting.",
+    )
 
 
 class CarriedRoots:
@@ -78,6 +93,9 @@ class CarriedRoots:
         """Env `env_id` starts a new episode: its next root is encoded afresh."""
         self.latents[env_id] = None
         self.steps[env_id] = 0
+
+    def tick(self, env_steps: int) -> None:
+        """The chains restart by their own per-env step counts (`root`), not by a clock."""
 
     def invalidate(self) -> None:
         """New weights: every kept latent was computed with the old ones."""

@@ -5,7 +5,7 @@ EfficientZero (Ye et al. 2021): the network predicts value prefixes through an L
 every `lstm_horizon_len` steps (`models/efficientzero.py`), so the reward term of `unroll_loss`
 becomes a value-prefix cross-entropy against `value_prefix_targets`; the consistency term and the
 policy and value terms are MuZero's. The reference has no entropy term (its default weight is 0
-for this type, `config/schema.py`). One difference from the reference: `unroll_loss` halves the
+for this type, `EfficientZeroConfig`). One difference from the reference: `unroll_loss` halves the
 gradient of the whole packed state at each step's entry, so the LSTM state's gradient is halved
 along with the latent's (the reference halves the latent's only).
 """
@@ -13,14 +13,39 @@ along with the latent's (the reference halves the latent's only).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from zeropipe.algos.losses import UnrollInputs, unroll_loss
-from zeropipe.algos.muzero import MuZeroFamily, loss_weights
-from zeropipe.config import PolicyConfig
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
+from zeropipe.config import ValuePrefixConfig
 from zeropipe.models import EfficientZeroNetwork
+
+
+class EfficientZeroFamilyConfig(MuZeroFamilyConfig):
+    """The options of the value-prefix types: the LSTM, and the reference's SSL weight 2 and no
+    entropy term (lightzero_facts §1.1)."""
+
+    value_prefix: ValuePrefixConfig = Field(
+        default_factory=ValuePrefixConfig, description="Value-prefix LSTM settings."
+    )
+    ssl_loss_weight: float = Field(
+        2.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
+    )
+
+
+class EfficientZeroConfig(EfficientZeroFamilyConfig):
+    """`policy.type: efficientzero` (Ye et al. 2021)."""
+
+    type: Literal["efficientzero"] = Field(
+        "efficientzero", description="Policy type; see DESIGN §3."
+    )
+    policy_entropy_weight: float = Field(
+        0.0, ge=0.0, description="Entropy bonus weight (the reference's efficientzero: none)."
+    )
 
 
 def value_prefix_targets(rewards: torch.Tensor, horizon: int) -> torch.Tensor:
@@ -49,7 +74,7 @@ class EfficientZeroFamily(MuZeroFamily):
     """MuZero's family with the value-prefix network and targets."""
 
     def build_network(
-        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: EfficientZeroFamilyConfig
     ) -> EfficientZeroNetwork:
         """EfficientZeroNetwork; the SSL projection only when its loss is on."""
         return EfficientZeroNetwork(
@@ -60,7 +85,9 @@ class EfficientZeroFamily(MuZeroFamily):
             with_projection=cfg.ssl_loss_weight > 0,
         )
 
-    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+    def loss(
+        self, net, target_net, inputs: UnrollInputs, cfg: EfficientZeroFamilyConfig, train_iter: int
+    ):
         """`unroll_loss` with value-prefix targets in place of the per-step rewards.
 
         Returns:

@@ -5,18 +5,62 @@ Runs in: any (network building and acting state in every process; the loss in th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import torch
+from pydantic import Field
 
 from zeropipe.algos.losses import LossWeights, PolicyTerms, UnrollInputs, UnrollLoss, unroll_loss
+from zeropipe.algos.search_settings import search_config
 from zeropipe.algos.unroll_inputs import unroll_inputs
-from zeropipe.config import PolicyConfig
+from zeropipe.config import PolicyConfig, ProjectionModelConfig
+from zeropipe.mcts import SearchConfig
 from zeropipe.models import MuZeroNetwork, Network, NetworkOutput
 
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
+
+
+class MuZeroFamilyConfig(PolicyConfig):
+    """The options of every MuZero-family type: the unroll loss's term weights and the SSL
+    consistency term with its projection."""
+
+    model: ProjectionModelConfig = Field(
+        default_factory=ProjectionModelConfig, description="Network settings."
+    )
+    value_loss_weight: float = Field(0.25, ge=0.0, description="Weight of the value loss.")
+    reward_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the reward loss.")
+    policy_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the policy loss.")
+    ssl_loss_weight: float = Field(
+        0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
+    )
+
+    @property
+    def absorbing(self) -> bool:
+        """Whether the unroll trains the states past a true terminal (`muzero` only)."""
+        return False
+
+    def search_config(self, num_simulations: int) -> SearchConfig:
+        """PUCT's settings."""
+        return search_config(self, num_simulations)
+
+
+class MuZeroConfig(MuZeroFamilyConfig):
+    """`policy.type: muzero` (MuZero, Schrittwieser et al. 2020)."""
+
+    type: Literal["muzero"] = Field("muzero", description="Policy type; see DESIGN §3.")
+    absorbing_terminal: bool = Field(
+        False,
+        description="Train the unroll steps past a true terminal as absorbing states (value 0, "
+        "reward 0 for the step into them; MuZero app. G, the reference's trained zero padding) "
+        "instead of masking them.",
+    )
+
+    @property
+    def absorbing(self) -> bool:
+        """`absorbing_terminal`."""
+        return self.absorbing_terminal
 
 
 class ContextFreeRoots:
@@ -35,6 +79,9 @@ class ContextFreeRoots:
     def invalidate(self) -> None:
         """Nothing is cached."""
 
+    def tick(self, env_steps: int) -> None:
+        """Nothing is cached."""
+
 
 class MuZeroFamily:
     """MuZero's h, g, f with the K-step unroll loss; optional SSL consistency (EfficientZero)."""
@@ -42,14 +89,18 @@ class MuZeroFamily:
     network_class: type[torch.nn.Module] = MuZeroNetwork  # a variant may extend MuZero's network
 
     def build_network(
-        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: MuZeroFamilyConfig
     ) -> torch.nn.Module:
         """`network_class`; the SSL projection only when its loss is on (keeps snapshots small)."""
         return self.network_class(
             input_shape, num_actions, cfg.model, with_projection=cfg.ssl_loss_weight > 0
         )
 
-    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+    def keeps_chance_labels(self, cfg: MuZeroFamilyConfig) -> bool:
+        """The loss reads no chance outcomes of the env."""
+        return False
+
+    def needs_obs_seq(self, cfg: MuZeroFamilyConfig) -> bool:
         """The consistency loss encodes every unroll step's observation."""
         return cfg.ssl_loss_weight > 0
 
@@ -58,38 +109,40 @@ class MuZeroFamily:
         net: Network,
         target_net: Network,
         inputs: UnrollInputs,
-        cfg: PolicyConfig,
+        cfg: MuZeroFamilyConfig,
         train_iter: int,
     ) -> UnrollLoss:
         """`unroll_loss` with the config's term weights."""
         return unroll_loss(net, inputs, loss_weights(cfg), self.policy_terms(cfg))
 
-    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
+    def policy_terms(self, cfg: MuZeroFamilyConfig) -> PolicyTerms | None:
         """The unroll's policy loss and entropy per step; None: the cross-entropy against the
         full-A target (`losses.full_policy_terms`). A variant with another policy head (the
         continuous sampled types) returns its own."""
         return None
 
     def unroll_inputs(
-        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: MuZeroFamilyConfig
     ) -> UnrollInputs:
         """The MuZero default: int64 action indices (`algos/unroll_inputs.py`); the absorbing
-        states past a true terminal are trained with `policy.absorbing_terminal`."""
+        states past a true terminal are trained with `policy.absorbing_terminal` (muzero)."""
         return unroll_inputs(
             batch,
             targets,
             frame_ndim,
             self.needs_obs_seq(cfg),
             cfg.device,
-            absorbing=cfg.absorbing_terminal,
+            absorbing=cfg.absorbing,
         )
 
-    def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> ContextFreeRoots:
+    def root_source(
+        self, network: Network, num_envs: int, cfg: MuZeroFamilyConfig
+    ) -> ContextFreeRoots:
         """Context-free roots."""
         return ContextFreeRoots(network)
 
 
-def loss_weights(cfg: PolicyConfig) -> LossWeights:
+def loss_weights(cfg: MuZeroFamilyConfig) -> LossWeights:
     """The unroll loss's term weights from the policy config (reference names)."""
     return LossWeights(
         value=cfg.value_loss_weight,

@@ -11,12 +11,22 @@ because the carried state is the root latent itself.
 
 from __future__ import annotations
 
-import torch
+from typing import Literal
 
-from zeropipe.algos.carried_roots import CarriedRoots
-from zeropipe.algos.muzero import MuZeroFamily
-from zeropipe.config import PolicyConfig
+import torch
+from pydantic import Field
+
+from zeropipe.algos.carried_roots import CarriedRootOptions, CarriedRoots
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig
 from zeropipe.models import Network, NetworkOutput
+
+
+class MuZeroContextConfig(CarriedRootOptions, MuZeroFamilyConfig):
+    """`policy.type: muzero_context`."""
+
+    type: Literal["muzero_context"] = Field(
+        "muzero_context", description="Policy type; see DESIGN §3."
+    )
 
 
 def context_roots(
@@ -38,7 +48,9 @@ def context_roots(
 class MuZeroContextFamily(MuZeroFamily):
     """MuZero's network and loss; roots carried along the chosen actions."""
 
-    def root_source(self, network: Network, num_envs: int, cfg: PolicyConfig) -> CarriedRoots:
+    def root_source(
+        self, network: Network, num_envs: int, cfg: MuZeroContextConfig
+    ) -> CarriedRoots:
         """Per-env context, restarted every `cfg.context_length_init` steps."""
         return CarriedRoots(network, num_envs, cfg.context_length_init, context_roots)
 

@@ -12,9 +12,12 @@ steps, as the reference's model does; the root latent is always the encoded obse
 
 from __future__ import annotations
 
-import torch
+from typing import Literal
 
-from zeropipe.algos.carried_roots import CarriedRoots
+import torch
+from pydantic import Field
+
+from zeropipe.algos.carried_roots import CarriedRootOptions, CarriedRoots
 from zeropipe.algos.losses import (
     UnrollInputs,
     UnrollLoss,
@@ -23,12 +26,23 @@ from zeropipe.algos.losses import (
     cross_entropy,
     negative_cosine,
 )
-from zeropipe.algos.muzero import MuZeroFamily, loss_weights
-from zeropipe.config import PolicyConfig
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
+from zeropipe.config import HistoryModelConfig
 from zeropipe.models import HistoryNetwork, NetworkOutput, logits_to_scalar, scalar_to_two_hot
 
 
-def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: PolicyConfig) -> UnrollLoss:
+class MuZeroRNNFullObsConfig(CarriedRootOptions, MuZeroFamilyConfig):
+    """`policy.type: muzero_rnn_full_obs`."""
+
+    type: Literal["muzero_rnn_full_obs"] = Field(
+        "muzero_rnn_full_obs", description="Policy type; see DESIGN §3."
+    )
+    model: HistoryModelConfig = Field(
+        default_factory=HistoryModelConfig, description="Network settings."
+    )
+
+
+def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsConfig) -> UnrollLoss:
     """Per-sample teacher-forced unroll loss.
 
     Args:
@@ -100,15 +114,17 @@ class MuZeroRNNFullObsFamily(MuZeroFamily):
 
     network_class = HistoryNetwork
 
-    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+    def needs_obs_seq(self, cfg: MuZeroRNNFullObsConfig) -> bool:
         """Teacher forcing encodes every unroll step's observation."""
         return True
 
-    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+    def loss(
+        self, net, target_net, inputs: UnrollInputs, cfg: MuZeroRNNFullObsConfig, train_iter: int
+    ):
         """`history_loss`."""
         return history_loss(net, inputs, cfg)
 
-    def root_source(self, network: HistoryNetwork, num_envs: int, cfg: PolicyConfig):
+    def root_source(self, network: HistoryNetwork, num_envs: int, cfg: MuZeroRNNFullObsConfig):
         """Per-env histories, restarted every `cfg.context_length_init` steps."""
         return CarriedRoots(network, num_envs, cfg.context_length_init, history_roots)
 

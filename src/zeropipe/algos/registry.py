@@ -1,116 +1,129 @@
-"""policy.type → its `Algorithm` (DESIGN §3): family, search policy and per-type options.
+"""policy.type → its `Algorithm` (DESIGN §3): config section, family and search policy.
 
-Runs in: any. Only types whose plug-in exists can be built; asking for another is a clear
-configuration error naming what is available, raised before anything is written. A per-type
-option set for a type it does not belong to (a Gumbel setting on a `muzero` config) is a
-configuration error naming the key.
+Runs in: any. The top of `algos/`: it imports every built-in type's module, and no module of
+`algos/` imports it. Importing it registers the built-in types (their config sections too, so
+that `config` validates a `policy` mapping as its type's section). A type of one's own is one
+`register(Algorithm(MySection, MY_FAMILY, "puct"))` call in its own module, with no edit here;
+name it `my_package.my_module:my_type` (its section's `type`) so that every process, worker
+processes included, imports that module when it reads the config
+(`config.policy_config_class`).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import contextlib
+
+import torch
 
 from zeropipe.algos.algorithm import Algorithm
-from zeropipe.algos.efficientzero import EFFICIENTZERO
-from zeropipe.algos.muzero import MUZERO
-from zeropipe.algos.muzero_context import MUZERO_CONTEXT
-from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS
-from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO
-from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO
-from zeropipe.algos.sampled_unizero import SAMPLED_UNIZERO
-from zeropipe.algos.stochastic import STOCHASTIC
-from zeropipe.algos.unizero import UNIZERO
-from zeropipe.config import POLICY_TYPES, ConfigError, PolicyConfig
-
-# Config keys under `policy` that only some types read.
-_UNIZERO_OPTIONS = ("model.world_model", "kv_cache_clear_interval")
-_RNN_OPTIONS = ("context_length_init", "model.rnn_hidden_size")
-_SAMPLED_OPTIONS = (
-    "sampled",
-    "model.continuous_action_space",
-    "model.sigma_type",
-    "model.fixed_sigma_value",
+from zeropipe.algos.efficientzero import EFFICIENTZERO, EfficientZeroConfig
+from zeropipe.algos.gumbel_muzero import GumbelMuZeroConfig
+from zeropipe.algos.muzero import MUZERO, MuZeroConfig
+from zeropipe.algos.muzero_context import MUZERO_CONTEXT, MuZeroContextConfig
+from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS, MuZeroRNNFullObsConfig
+from zeropipe.algos.network_search import NetworkSearch, RootSource
+from zeropipe.algos.observation import stacked_input_shape
+from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO, SampledEfficientZeroConfig
+from zeropipe.algos.sampled_muzero import SAMPLED_MUZERO, SampledMuZeroConfig
+from zeropipe.algos.sampled_unizero import SAMPLED_UNIZERO, SampledUniZeroConfig
+from zeropipe.algos.stochastic import STOCHASTIC, StochasticMuZeroConfig
+from zeropipe.algos.unizero import UNIZERO, UniZeroConfig
+from zeropipe.config import (
+    ConfigError,
+    ContinuousHead,
+    ExperimentConfig,
+    PolicyConfig,
+    policy_config_class,
+    register_policy_config,
+    unregister_policy_config,
 )
+from zeropipe.envs import EnvSpec
+from zeropipe.models import Network
 
-ALGORITHMS: dict[str, Algorithm] = {
-    algo.name: algo
-    for algo in (
-        Algorithm("muzero", MUZERO, "puct", options=("absorbing_terminal",)),
-        Algorithm("gumbel_muzero", MUZERO, "gumbel", options=("gumbel",)),
-        Algorithm("sampled_muzero", SAMPLED_MUZERO, "sampled", options=_SAMPLED_OPTIONS),
-        Algorithm("efficientzero", EFFICIENTZERO, "puct", options=("value_prefix",)),
-        Algorithm(
-            "sampled_efficientzero",
-            SAMPLED_EFFICIENTZERO,
-            "sampled",
-            options=(*_SAMPLED_OPTIONS, "value_prefix"),
-        ),
-        Algorithm("unizero", UNIZERO, "puct", options=_UNIZERO_OPTIONS),
-        Algorithm(
-            "sampled_unizero",
-            SAMPLED_UNIZERO,
-            "sampled",
-            options=(*_SAMPLED_OPTIONS, *_UNIZERO_OPTIONS),
-        ),
-        Algorithm("muzero_context", MUZERO_CONTEXT, "puct", options=("context_length_init",)),
-        Algorithm("muzero_rnn_full_obs", MUZERO_RNN_FULL_OBS, "puct", options=_RNN_OPTIONS),
-        Algorithm("stochastic_muzero", STOCHASTIC, "chance", options=("stochastic",)),
-    )
-}
+ALGORITHMS: dict[str, Algorithm] = {}
 
 
 class UnsupportedPolicyError(ConfigError):
-    """The policy type is valid but its plug-in is not part of this build."""
+    """No policy type of that name is registered."""
+
+
+def register(algo: Algorithm) -> None:
+    """Make `algo` the policy type named by its config section's `type`.
+
+    Raises:
+        ValueError: another algorithm is registered under that name.
+    """
+    if ALGORITHMS.get(algo.name, algo) is not algo:
+        raise ValueError(f"policy.type {algo.name!r} is registered already")
+    register_policy_config(algo.config)
+    ALGORITHMS[algo.name] = algo
+
+
+def unregister(name: str) -> None:
+    """Forget a registered type (for tests that register a type of their own)."""
+    ALGORITHMS.pop(name, None)
+    unregister_policy_config(name)
+
+
+for _builtin in (
+    Algorithm(MuZeroConfig, MUZERO, "puct"),
+    Algorithm(GumbelMuZeroConfig, MUZERO, "gumbel"),
+    Algorithm(SampledMuZeroConfig, SAMPLED_MUZERO, "sampled"),
+    Algorithm(EfficientZeroConfig, EFFICIENTZERO, "puct"),
+    Algorithm(SampledEfficientZeroConfig, SAMPLED_EFFICIENTZERO, "sampled"),
+    Algorithm(UniZeroConfig, UNIZERO, "puct"),
+    Algorithm(SampledUniZeroConfig, SAMPLED_UNIZERO, "sampled"),
+    Algorithm(MuZeroContextConfig, MUZERO_CONTEXT, "puct"),
+    Algorithm(MuZeroRNNFullObsConfig, MUZERO_RNN_FULL_OBS, "puct"),
+    Algorithm(StochasticMuZeroConfig, STOCHASTIC, "chance"),
+):
+    register(_builtin)
 
 
 def algorithm(policy_type: str) -> Algorithm:
     """The algorithm of `policy_type`.
 
     Raises:
-        UnsupportedPolicyError: a known type without a plug-in yet, or an unknown type.
+        UnsupportedPolicyError: no type of that name is registered.
     """
     if policy_type in ALGORITHMS:
         return ALGORITHMS[policy_type]
-    known = "known" if policy_type in POLICY_TYPES else "unknown"
+    with contextlib.suppress(ValueError):
+        policy_config_class(policy_type)  # imports a `module:name` type's module
+    if policy_type in ALGORITHMS:
+        return ALGORITHMS[policy_type]
     raise UnsupportedPolicyError(
-        f"policy.type {policy_type!r} ({known}) is not implemented in this version of zeropipe; "
+        f"policy.type {policy_type!r} is not a policy type of this version of zeropipe; "
         f"available: {', '.join(sorted(ALGORITHMS))}"
     )
 
 
-def algorithm_for(cfg: PolicyConfig) -> Algorithm:
-    """The algorithm of `cfg.type`, after checking that no other type's option is set.
+def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
+    """A fresh network of the policy type's family for this config and env."""
+    shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
+    family = algorithm(cfg.policy.type).family
+    network = family.build_network(shape, spec.action_space_size, cfg.policy)
+    if cfg.policy.channels_last:  # 4-D (conv) weights only; load_state_dict keeps the layout
+        network = network.to(memory_format=torch.channels_last)
+    return network
 
-    Raises:
-        UnsupportedPolicyError: see `algorithm`.
-        ConfigError: a per-type option of another type is set, naming the key and its owners.
-    """
+
+def actor_search(
+    cfg: PolicyConfig,
+    network: Network,
+    frame_ndim: int,
+    num_envs: int,
+    device: str,
+) -> tuple[NetworkSearch, RootSource]:
+    """The policy type's search over `network` (moved to `device`) and its per-env root state."""
     algo = algorithm(cfg.type)
-    for key in sorted({k for a in ALGORITHMS.values() for k in a.options} - set(algo.options)):
-        if _is_set(cfg, key.split(".")):
-            owners = sorted(a.name for a in ALGORITHMS.values() if key in a.options)
-            raise ConfigError(
-                f"policy.{key} is an option of policy.type {' / '.join(owners)}, not of "
-                f"{cfg.type!r}; remove it or change policy.type"
-            )
-    return algo
-
-
-def _is_set(model: BaseModel, path: list[str]) -> bool:
-    """Whether the field at `path` differs from its default.
-
-    Compared by value rather than by `model_fields_set`, so that a resolved config (`zeropipe
-    config`, or a run's `config.yaml`, which spell out every default) loads for every type.
-    """
-    for part in path[:-1]:
-        model = getattr(model, part)
-    field = type(model).model_fields[path[-1]]
-    return getattr(model, path[-1]) != field.get_default(call_default_factory=True)
+    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device)
+    return search, algo.family.root_source(search.network, num_envs, cfg)
 
 
 def check_action_kind(policy: PolicyConfig, env_id: str, continuous: bool, size: int) -> None:
-    """The env's action kind and `policy.model.continuous_action_space` must agree (checked at
-    config load, before anything is written; the collector checks again).
+    """The env's action kind and the policy's model must agree (checked at config load, before
+    anything is written; the collector checks again).
 
     Args:
         policy: the policy settings.
@@ -121,13 +134,10 @@ def check_action_kind(policy: PolicyConfig, env_id: str, continuous: bool, size:
     Raises:
         ConfigError: naming the env, its action kind and the fix.
     """
-    wants = policy.model.continuous_action_space
-    if continuous == wants:
+    if continuous == policy.model.continuous_actions:
         return
-    owners = " / ".join(
-        sorted(a.name for a in ALGORITHMS.values() if "model.continuous_action_space" in a.options)
-    )
     if continuous:
+        owners = " / ".join(sorted(a.name for a in ALGORITHMS.values() if _has_box_head(a)))
         raise ConfigError(
             f"env.env_id {env_id!r} has Box actions of {size} dimensions; continuous actions "
             f"need policy.type {owners} with policy.model.continuous_action_space: true"
@@ -136,3 +146,8 @@ def check_action_kind(policy: PolicyConfig, env_id: str, continuous: bool, size:
         f"env.env_id {env_id!r} has {size} discrete actions; set "
         "policy.model.continuous_action_space: false"
     )
+
+
+def _has_box_head(algo: Algorithm) -> bool:
+    model = algo.config.model_fields["model"].annotation
+    return isinstance(model, type) and issubclass(model, ContinuousHead)

@@ -14,8 +14,37 @@ efficientzero's network and value-prefix loss, then MuZero's).
 
 from __future__ import annotations
 
-from zeropipe.algos.efficientzero import EfficientZeroFamily
-from zeropipe.algos.sampled_muzero import SampledMuZeroFamily
+from typing import Literal
+
+from pydantic import Field
+
+from zeropipe.algos.efficientzero import EfficientZeroFamily, EfficientZeroFamilyConfig
+from zeropipe.algos.sampled_muzero import SampledMuZeroFamily, SampledMuZeroModelConfig
+from zeropipe.algos.sampled_options import SampledConfig, SampledOptions
+
+
+class DensitySampledConfig(SampledConfig):
+    """The sampled search with the `density` prior term: the reference's intent for
+    sampled_efficientzero (its ctree's `.compare("density")` test is inverted, so it runs
+    `uniform`; see mcts/sampled.py)."""
+
+    prior: Literal["density", "uniform"] = Field(
+        "density", description=SampledConfig.model_fields["prior"].description
+    )
+
+
+class SampledEfficientZeroConfig(SampledOptions, EfficientZeroFamilyConfig):
+    """`policy.type: sampled_efficientzero`; keeps the entropy term (the reference does)."""
+
+    type: Literal["sampled_efficientzero"] = Field(
+        "sampled_efficientzero", description="Policy type; see DESIGN §3."
+    )
+    model: SampledMuZeroModelConfig = Field(
+        default_factory=SampledMuZeroModelConfig, description="Network settings."
+    )
+    sampled: DensitySampledConfig = Field(
+        default_factory=DensitySampledConfig, description="Sampled search settings."
+    )
 
 
 class SampledEfficientZeroFamily(SampledMuZeroFamily, EfficientZeroFamily):

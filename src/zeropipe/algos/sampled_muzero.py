@@ -13,21 +13,38 @@ the batch carries their actions; the policy term is `sampled_losses.continuous_p
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from zeropipe.algos.losses import PolicyTerms, UnrollInputs
-from zeropipe.algos.muzero import MuZeroFamily
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.sampled_losses import continuous_policy_terms
+from zeropipe.algos.sampled_options import SampledOptions
 from zeropipe.algos.unroll_inputs import unroll_inputs
-from zeropipe.config import ConfigError, PolicyConfig
+from zeropipe.config import ConfigError, ContinuousHead, PolicyConfig, ProjectionModelConfig
 
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
+
+
+class SampledMuZeroModelConfig(ContinuousHead, ProjectionModelConfig):
+    """MuZero's network with the discrete or tanh-Gaussian policy head."""
+
+
+class SampledMuZeroConfig(SampledOptions, MuZeroFamilyConfig):
+    """`policy.type: sampled_muzero`."""
+
+    type: Literal["sampled_muzero"] = Field(
+        "sampled_muzero", description="Policy type; see DESIGN §3."
+    )
+    model: SampledMuZeroModelConfig = Field(
+        default_factory=SampledMuZeroModelConfig, description="Network settings."
+    )
 
 
 def check_sampled_actions(num_actions: int, cfg: PolicyConfig) -> None:
@@ -37,7 +54,7 @@ def check_sampled_actions(num_actions: int, cfg: PolicyConfig) -> None:
         ConfigError: more sampled actions than the env has discrete actions.
     """
     k = cfg.sampled.num_of_sampled_actions
-    if not cfg.model.continuous_action_space and k > num_actions:
+    if not cfg.model.continuous_actions and k > num_actions:
         raise ConfigError(
             f"policy.sampled.num_of_sampled_actions={k} exceeds the env's {num_actions} "
             "discrete actions (sampling is without replacement); set it to at most "
@@ -80,7 +97,7 @@ class SampledActions:
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
     ) -> UnrollInputs:
         """The next family's inputs; continuous: `continuous_unroll_inputs`."""
-        if not cfg.model.continuous_action_space:
+        if not cfg.model.continuous_actions:
             return super().unroll_inputs(batch, targets, frame_ndim, cfg)  # type: ignore[misc]
         needs_obs_seq = self.needs_obs_seq(cfg)  # type: ignore[attr-defined]
         return continuous_unroll_inputs(batch, targets, frame_ndim, needs_obs_seq, cfg)
@@ -88,7 +105,7 @@ class SampledActions:
     def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
         """The next family's policy terms (discrete); continuous: the policy loss over the root
         sampled actions (`sampled_losses.continuous_policy_terms`)."""
-        if not cfg.model.continuous_action_space:
+        if not cfg.model.continuous_actions:
             return super().policy_terms(cfg)  # type: ignore[misc]
         return continuous_policy_terms(cfg.sampled.policy_loss_type)
 

@@ -13,8 +13,29 @@ scatters the target onto the distinct sampled actions (see `sampled_muzero.py`).
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from zeropipe.algos.sampled_muzero import SampledActions
-from zeropipe.algos.unizero import UniZeroFamily
+from zeropipe.algos.sampled_options import SampledOptions
+from zeropipe.algos.unizero import UniZeroFamily, UniZeroFamilyConfig
+from zeropipe.config import ContinuousHead, UniZeroModelConfig
+
+
+class SampledUniZeroModelConfig(ContinuousHead, UniZeroModelConfig):
+    """UniZero's world model with the discrete or tanh-Gaussian policy head."""
+
+
+class SampledUniZeroConfig(SampledOptions, UniZeroFamilyConfig):
+    """`policy.type: sampled_unizero`."""
+
+    type: Literal["sampled_unizero"] = Field(
+        "sampled_unizero", description="Policy type; see DESIGN §3."
+    )
+    model: SampledUniZeroModelConfig = Field(
+        default_factory=SampledUniZeroModelConfig, description="Network settings."
+    )
 
 
 class SampledUniZeroFamily(SampledActions, UniZeroFamily):

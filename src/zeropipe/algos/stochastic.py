@@ -17,21 +17,66 @@ target; the encoder still runs and its commitment term pulls it towards the true
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
-from zeropipe.algos.muzero import MuZeroFamily, loss_weights
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.algos.observation import to_tensor
-from zeropipe.config import ConfigError, PolicyConfig
+from zeropipe.algos.search_settings import search_config
+from zeropipe.config import ConfigError, Section
+from zeropipe.mcts import SearchConfig
 from zeropipe.models import Network, StochasticMuZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
     from zeropipe.buffer import ReplayBatch
+
+
+class StochasticConfig(Section):
+    """Stochastic MuZero (stochastic_muzero; Antonoglou et al. 2022): chance codes and the extra
+    loss terms, with the reference's defaults."""
+
+    chance_space_size: int = Field(
+        2, ge=1, description="C, the codes of the chance encoder and outcomes of a chance node."
+    )
+    afterstate_policy_loss_weight: float = Field(
+        1.0, ge=0.0, description="Weight of the chance prior's cross-entropy to the code."
+    )
+    afterstate_value_loss_weight: float = Field(
+        0.25, ge=0.0, description="Weight of the afterstate value (Q) loss."
+    )
+    commitment_loss_weight: float = Field(
+        1.0, ge=0.0, description="Weight of ||one_hot - encoding||^2 (the encoder's commitment)."
+    )
+    use_true_chance_label: bool = Field(
+        False,
+        description="Feed the env's true chance outcome (info['chance'], stored with the "
+        "segments) to the dynamics as a one-hot code instead of the chance encoder's code "
+        "(the reference's use_ture_chance_label_in_chance_encoder); needs an env that reports "
+        "info['chance'] and chance_space_size above its largest code.",
+    )
+
+
+class StochasticMuZeroConfig(MuZeroFamilyConfig):
+    """`policy.type: stochastic_muzero`."""
+
+    type: Literal["stochastic_muzero"] = Field(
+        "stochastic_muzero", description="Policy type; see DESIGN §3."
+    )
+    stochastic: StochasticConfig = Field(
+        default_factory=StochasticConfig, description="Chance codes and loss weights."
+    )
+
+    def search_config(self, num_simulations: int) -> SearchConfig:
+        """PUCT's common settings and the chance nodes' outcome count."""
+        return search_config(
+            self, num_simulations, chance_space_size=self.stochastic.chance_space_size
+        )
 
 
 @dataclass(frozen=True)
@@ -45,7 +90,7 @@ class StochasticFamily(MuZeroFamily):
     """Stochastic MuZero's network, its K-step loss with the chance terms, context-free roots."""
 
     def build_network(
-        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: StochasticMuZeroConfig
     ) -> StochasticMuZeroNetwork:
         """StochasticMuZeroNetwork with `policy.stochastic.chance_space_size` codes."""
         return StochasticMuZeroNetwork(
@@ -56,7 +101,11 @@ class StochasticFamily(MuZeroFamily):
             with_projection=cfg.ssl_loss_weight > 0,
         )
 
-    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+    def keeps_chance_labels(self, cfg: StochasticMuZeroConfig) -> bool:
+        """With `use_true_chance_label` the loss reads the env's chance outcomes."""
+        return cfg.stochastic.use_true_chance_label
+
+    def needs_obs_seq(self, cfg: StochasticMuZeroConfig) -> bool:
         """The chance encoder reads every pair of consecutive observations."""
         return True
 
@@ -65,14 +114,14 @@ class StochasticFamily(MuZeroFamily):
         net: Network,
         target_net: Network,
         inputs: UnrollInputs,
-        cfg: PolicyConfig,
+        cfg: StochasticMuZeroConfig,
         train_iter: int,
     ) -> UnrollLoss:
         """`stochastic_unroll_loss` with the config's weights."""
         return stochastic_unroll_loss(net, inputs, cfg)
 
     def unroll_inputs(
-        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: StochasticMuZeroConfig
     ) -> UnrollInputs:
         """MuZero's inputs; with `use_true_chance_label` also the batch's chance labels."""
         inputs = super().unroll_inputs(batch, targets, frame_ndim, cfg)
@@ -109,7 +158,7 @@ def true_chance_labels(batch: ReplayBatch, chance_space_size: int) -> np.ndarray
 
 
 def stochastic_unroll_loss(
-    net: StochasticMuZeroNetwork, inp: UnrollInputs, cfg: PolicyConfig
+    net: StochasticMuZeroNetwork, inp: UnrollInputs, cfg: StochasticMuZeroConfig
 ) -> UnrollLoss:
     """Per-sample loss of K steps through afterstates (see the module docstring).
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import NetworkSearch
+from zeropipe.algos.network_search import NetworkSearch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.buffer import ReanalysisBatch, ReplayBatch
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchPolicy

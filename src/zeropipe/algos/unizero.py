@@ -9,13 +9,16 @@ PER importance weights — never a batch mean times the mean weight (lightzero_f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import torch
+from pydantic import Field, model_validator
 
 from zeropipe.algos.losses import PolicyTerms, UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.search_settings import search_config
 from zeropipe.algos.unroll_inputs import unroll_inputs
-from zeropipe.config import PolicyConfig
+from zeropipe.config import PolicyConfig, UniZeroModelConfig
+from zeropipe.mcts import SearchConfig
 from zeropipe.models import RootContexts, UniZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
 if TYPE_CHECKING:
@@ -23,11 +26,46 @@ if TYPE_CHECKING:
     from zeropipe.buffer import ReplayBatch
 
 
+class UniZeroFamilyConfig(PolicyConfig):
+    """The options of the UniZero types: the world model (with its loss weights) and the
+    acting side's KV-cache clock."""
+
+    model: UniZeroModelConfig = Field(
+        default_factory=UniZeroModelConfig, description="Network settings."
+    )
+    kv_cache_clear_interval: int = Field(
+        2000,
+        ge=0,
+        description="Invalidate every env's root KV cache once this many env steps have passed "
+        "since the caches were last invalidated (a weight load invalidates them too), in collect "
+        "and eval alike; 0 disables. Caches are rebuilt exactly from the raw recent observations.",
+    )
+
+    @model_validator(mode="after")
+    def _sequence_fits_the_window(self):
+        if self.model.world_model.context_steps < self.num_unroll_steps:
+            raise ValueError(
+                "model.world_model.context_steps must be >= num_unroll_steps (the training "
+                "sequence of 2K tokens must fit the window)"
+            )
+        return self
+
+    def search_config(self, num_simulations: int) -> SearchConfig:
+        """PUCT's settings."""
+        return search_config(self, num_simulations)
+
+
+class UniZeroConfig(UniZeroFamilyConfig):
+    """`policy.type: unizero` (Pu et al. 2024)."""
+
+    type: Literal["unizero"] = Field("unizero", description="Policy type; see DESIGN §3.")
+
+
 def unizero_loss(
     net,
     target_net,
     inp: UnrollInputs,
-    cfg: PolicyConfig,
+    cfg: UniZeroFamilyConfig,
     train_iter: int,
     policy_terms: PolicyTerms | None = None,
 ) -> UnrollLoss:
@@ -104,34 +142,41 @@ class UniZeroFamily:
     """UniZero's transformer world model, its teacher-forced loss and per-env KV root contexts."""
 
     def build_network(
-        self, input_shape: tuple[int, ...], num_actions: int, cfg: PolicyConfig
+        self, input_shape: tuple[int, ...], num_actions: int, cfg: UniZeroFamilyConfig
     ) -> UniZeroNetwork:
         """A UniZeroNetwork of the configured size."""
         return UniZeroNetwork(input_shape, num_actions, cfg.model)
 
-    def needs_obs_seq(self, cfg: PolicyConfig) -> bool:
+    def keeps_chance_labels(self, cfg: UniZeroFamilyConfig) -> bool:
+        """The loss reads no chance outcomes of the env."""
+        return False
+
+    def needs_obs_seq(self, cfg: UniZeroFamilyConfig) -> bool:
         """The token sequence is built from every unroll step's observation."""
         return True
 
-    def loss(self, net, target_net, inputs: UnrollInputs, cfg: PolicyConfig, train_iter: int):
+    def loss(
+        self, net, target_net, inputs: UnrollInputs, cfg: UniZeroFamilyConfig, train_iter: int
+    ):
         """`unizero_loss` with this family's `policy_terms`."""
         return unizero_loss(net, target_net, inputs, cfg, train_iter, self.policy_terms(cfg))
 
-    def policy_terms(self, cfg: PolicyConfig) -> PolicyTerms | None:
+    def policy_terms(self, cfg: UniZeroFamilyConfig) -> PolicyTerms | None:
         """None: the cross-entropy against the full-A target (a variant may replace it)."""
         return None
 
     def unroll_inputs(
-        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: PolicyConfig
+        self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: UniZeroFamilyConfig
     ) -> UnrollInputs:
         """The MuZero default: int64 action indices (`algos/unroll_inputs.py`)."""
         return unroll_inputs(batch, targets, frame_ndim, self.needs_obs_seq(cfg), cfg.device)
 
     def root_source(
-        self, network: UniZeroNetwork, num_envs: int, cfg: PolicyConfig
+        self, network: UniZeroNetwork, num_envs: int, cfg: UniZeroFamilyConfig
     ) -> RootContexts:
-        """KV-cached root contexts, one per env."""
-        return network.new_root_contexts(num_envs)
+        """KV-cached root contexts, one per env, invalidated every `kv_cache_clear_interval`
+        env steps."""
+        return network.new_root_contexts(num_envs, cfg.kv_cache_clear_interval)
 
 
 UNIZERO = UniZeroFamily()

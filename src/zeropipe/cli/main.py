@@ -108,7 +108,7 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
     Raises:
         ConfigError: bad file, key, value, env id or policy type.
     """
-    from zeropipe.algos.registry import algorithm_for, check_action_kind
+    from zeropipe.algos.registry import algorithm, check_action_kind
     from zeropipe.envs import EnvError, env_spec
 
     cfg = load_config(path, overrides)
@@ -116,7 +116,7 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
         spec = env_spec(cfg.env)  # one env construction, as the id check it includes
     except EnvError as exc:
         raise ConfigError(f"env.env_id: {exc}") from None
-    algorithm_for(cfg.policy)
+    algorithm(cfg.policy.type)
     check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
     return cfg
 

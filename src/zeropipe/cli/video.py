@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs import BatchStep, EnvBatch
 from zeropipe.envs.registry import make_game
 

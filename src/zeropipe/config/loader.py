@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from zeropipe.config.schema import ExperimentConfig
+from zeropipe.config.experiment import ExperimentConfig
+from zeropipe.config.policy import DEFAULT_POLICY_TYPE, PolicyConfig, policy_config_class
 
 
 class ConfigError(Exception):
@@ -67,7 +68,7 @@ def _apply_override(raw: dict[str, Any], item: str) -> None:
     if not sep or not key.strip():
         raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. policy.batch_size=64")
     parts = key.strip().split(".")
-    _check_path(parts)
+    _check_path(parts, _policy_type(raw))
     node = raw
     for part in parts[:-1]:
         child = node.get(part)
@@ -82,11 +83,26 @@ def _apply_override(raw: dict[str, Any], item: str) -> None:
         node[parts[-1]] = text
 
 
-def _check_path(parts: Iterable[str]) -> None:
-    """Reject an override key that names no field, with the valid names at that level."""
+def _policy_type(raw: dict[str, Any]) -> str:
+    policy = raw.get("policy")
+    return (
+        str(policy.get("type", DEFAULT_POLICY_TYPE))
+        if isinstance(policy, dict)
+        else DEFAULT_POLICY_TYPE
+    )
+
+
+def _check_path(parts: Iterable[str], policy_type: str) -> None:
+    """Reject an override key that names no field, with the valid names at that level (the
+    `policy` section is the one of `policy_type`)."""
     model: type[BaseModel] | None = ExperimentConfig
     walked: list[str] = []
     for part in parts:
+        if model is PolicyConfig:
+            try:
+                model = policy_config_class(policy_type)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         if model is None:
             raise ConfigError(
                 f"--set {'.'.join([*walked, part])}: {'.'.join(walked)} has no sub-keys"
@@ -112,9 +128,19 @@ def _describe(exc: ValidationError) -> str:
         return f"unknown key {where!r} (check its spelling; `zeropipe config` lists valid keys)"
     if err["type"] == "missing":
         return f"missing required key {where!r}"
-    got = err.get("input")
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {_one_line(err['msg'])} (got {got!r}){more}"
+    if err["type"] == "other_types_option":
+        return f"{_one_line(err['msg'])}{more}"
+    msg = _one_line(err["msg"]).removeprefix("Value error, ")
+    got = err.get("input")
+    if isinstance(got, dict | list):  # a whole section: the message says what is wrong
+        return f"{where}: {msg}{more}"
+    return f"{where}: {msg} (got {_short(repr(got))}){more}"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """At most `limit` characters of an offending value, so an error stays one short line."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _one_line(text: str) -> str:

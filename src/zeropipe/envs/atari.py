@@ -45,7 +45,7 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs.frame import AreaResize
 from zeropipe.envs.game import GameStep
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs.game import Game
 from zeropipe.envs.registry import Mode, make_game
 from zeropipe.envs.spec import EnvError, EnvSpec

@@ -13,7 +13,7 @@ from typing import Literal
 import gymnasium as gym
 import numpy as np
 
-from zeropipe.config.schema import EnvConfig
+from zeropipe.config import EnvConfig
 from zeropipe.envs.atari import AtariGame
 from zeropipe.envs.chain import register_chain_env
 from zeropipe.envs.env2048 import register_2048_env

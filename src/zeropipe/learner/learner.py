@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import search_config
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
@@ -160,4 +159,4 @@ class Learner:
 
 def reanalysis_search_config(cfg: PolicyConfig):
     """Search settings for reanalysis with the target network."""
-    return search_config(cfg, cfg.reanalyze_num_simulations or cfg.num_simulations)
+    return cfg.search_config(cfg.reanalyze_num_simulations or cfg.num_simulations)

@@ -6,7 +6,7 @@ chance-node (Stochastic MuZero) rules; callers use a registered search policy
 consumes a model only through `RecurrentFn`; it knows nothing of processes, networks or buffers.
 """
 
-from zeropipe.mcts.acting import select_action
+from zeropipe.mcts.action_choice import select_action
 from zeropipe.mcts.contract import (
     RecurrentFn,
     SearchConfig,

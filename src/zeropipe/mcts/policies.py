@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from zeropipe.mcts.acting import select_action
+from zeropipe.mcts.action_choice import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchOutput, SearchRoots
 from zeropipe.mcts.qtransform import root_completed_q
 from zeropipe.mcts.sampled import RootNoise, SampledSlots

@@ -119,10 +119,10 @@ def build_dynamics(
         ConfigError: continuous actions with an image latent (not supported).
     """
     if len(latent_shape) == 3:
-        if cfg.continuous_action_space:
+        if cfg.continuous_actions:
             raise ConfigError(
                 "policy.model.continuous_action_space needs vector observations (the conv "
                 "dynamics reads one-hot action planes only)"
             )
         return ConvDynamics(latent_shape[0], action_space_size, cfg)
-    return VectorDynamics(latent_shape[0], action_space_size, cfg, cfg.continuous_action_space)
+    return VectorDynamics(latent_shape[0], action_space_size, cfg, cfg.continuous_actions)

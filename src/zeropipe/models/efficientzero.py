@@ -16,8 +16,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor, nn
 
-from zeropipe.config import ModelConfig
-from zeropipe.config.schema import ValuePrefixConfig
+from zeropipe.config import ModelConfig, ValuePrefixConfig
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.support import logits_to_scalar
 from zeropipe.models.value_prefix import PrefixState, PrefixStateLayout, ValuePrefixHead

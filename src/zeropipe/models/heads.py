@@ -114,7 +114,7 @@ def build_policy_head(
 ) -> nn.Module:
     """The policy head: `build_head` to A logits, or with `cfg.continuous_action_space` a
     `GaussianPolicyHead` to [mu(D), sigma(D)] on vector latents (D = action_space_size)."""
-    if not cfg.continuous_action_space:
+    if not cfg.continuous_actions:
         return build_head(latent_shape, action_space_size, cfg)
     return GaussianPolicyHead(
         latent_shape[0],

@@ -141,7 +141,12 @@ class RootContexts:
         self._envs[env_id].clear()
 
     def invalidate(self) -> None:
-        """Drop every env's keys/values; kept raw histories are re-encoded on the next `root`."""
+        """Drop every env's keys/values; kept raw histories are re-encoded on the next `root`.
+
+        Restarts the `tick` clock: no cache lives more than `clear_interval_steps` env steps,
+        whether it was dropped by the clock or by new weights (one rule in collect and eval).
+        """
+        self._steps_since_clear = 0
         for env in self._envs:
             env.window = None
 
@@ -151,7 +156,6 @@ class RootContexts:
             return
         self._steps_since_clear += env_steps
         if self._steps_since_clear >= self.clear_interval_steps:
-            self._steps_since_clear = 0
             self.invalidate()
 
     def _extend_cached(

@@ -118,7 +118,7 @@ class UniZeroNetwork(nn.Module):
         self.weights_version = 0
         self.value_support = DiscreteSupport(*cfg.value_support_range)
         self.reward_support = DiscreteSupport(*cfg.reward_support_range)
-        self.continuous = cfg.continuous_action_space
+        self.continuous = cfg.continuous_actions
         self.tokenizer = ObservationTokenizer(self.input_shape, wm.embed_dim, cfg)
         self.action_embedding: nn.Module = (
             # an action vector [D] is projected to a token (LightZero sampled_unizero)

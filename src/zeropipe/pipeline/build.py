@@ -1,7 +1,8 @@
 """build(cfg) → the components of a run: learner, replay buffer, collector, evaluator.
 
-Runs in: driver. The networks, collectors and evaluators are built by `workers/factory.py` (re-
-exported here), so that worker processes and Ray actors build theirs without importing pipeline/.
+Runs in: driver. The networks (`algos/registry.py`), collectors and evaluators
+(`workers/factory.py`; both re-exported here) are built below pipeline/, so that worker
+processes and Ray actors build theirs without importing it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from zeropipe.algos.registry import build_network
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvSpec, env_spec
@@ -21,7 +23,6 @@ from zeropipe.workers.factory import (  # the actors are built below pipeline/ (
     actor_device,
     build_collector,
     build_evaluator,
-    build_network,
 )
 
 __all__ = [

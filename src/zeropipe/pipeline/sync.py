@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from zeropipe.algos.acting import epsilon_at, visit_temperature
+from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.progress import ProgressLine

@@ -80,9 +80,8 @@ class Trainer:
         # Called after each completed budget. The equivalent of UniZero's
         # recompute_pos_emb_diff_and_clear_cache(): caches computed with the old weights go.
         self.budget_hooks: list[Callable[[], None]] = [
-            clear
-            for net in (learner.network, learner.target_network)
-            if (clear := getattr(net, "clear_caches", None)) is not None
+            learner.network.clear_caches,
+            learner.target_network.clear_caches,
         ]
 
     def add_budget(self, steps: int, envstep: int) -> bool:

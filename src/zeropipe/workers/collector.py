@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from zeropipe.algos import registry
-from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
+from zeropipe.algos.network_search import load_weights, root_inference
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.envs import EnvBatch
@@ -52,15 +52,15 @@ class Collector:
         p = cfg.policy
         self.cfg = cfg
         self.envs = EnvBatch(cfg.env, cfg.env.collector_env_num, "collect", seed)
-        check_action_kind(cfg, self.envs)
-        self.search, self.roots = actor_search(
-            cfg, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
+        _check_env_actions(cfg, self.envs)
+        self.search, self.roots = registry.actor_search(
+            p, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
         )
-        self.search_cfg = search_config(p, p.num_simulations)
+        self.search_cfg = p.search_config(p.num_simulations)
         self.rng = np.random.default_rng(seed + 7919)
         # the env's chance outcomes are stored only for the learner that reads them: a buffer
         # holds the same columns as the checkpoints written before the labels existed
-        self.keep_chances = p.stochastic.use_true_chance_label
+        self.keep_chances = registry.algorithm(p.type).family.keeps_chance_labels(p)
         self.policy_version = -1
         self._next_episode_id = 0
         self.trajectories = [
@@ -78,7 +78,6 @@ class Collector:
         self.held = (
             HeldExploration(self.envs.num_envs, p.eps.hold_steps) if p.eps.hold_steps > 1 else None
         )
-        self.steps_since_cache_clear = 0
         frames, masks = self.envs.reset()
         for i, traj in enumerate(self.trajectories):
             traj.start_episode(frames[i], masks[i], self._new_episode_id())
@@ -126,7 +125,7 @@ class Collector:
             actions = self.held.apply(actions, masks, epsilon, self.rng)
         step = self.envs.step(actions)
         self.prev_actions = actions.copy()
-        self._tick_cache_clock()
+        self.roots.tick(1)
         ready: list[GameSegment] = []
         sampled = out.sampled_actions  # [n, K(, D)] root sampled actions of a sampled search
         chances = step.chances if self.keep_chances else None
@@ -154,14 +153,6 @@ class Collector:
         returns.extend(step.episode_returns.values())
         return ready
 
-    def _tick_cache_clock(self) -> None:
-        """Invalidate the root KV caches every `kv_cache_clear_interval` env steps per env."""
-        interval = self.cfg.policy.kv_cache_clear_interval
-        self.steps_since_cache_clear += 1
-        if interval and self.steps_since_cache_clear >= interval:
-            self.roots.invalidate()
-            self.steps_since_cache_clear = 0
-
     def _new_episode_id(self) -> int:
         self._next_episode_id += 1
         return self._next_episode_id - 1
@@ -171,7 +162,7 @@ class Collector:
         self.envs.close()
 
 
-def check_action_kind(cfg: ExperimentConfig, envs: EnvBatch) -> None:
+def _check_env_actions(cfg: ExperimentConfig, envs: EnvBatch) -> None:
     """The env's action space and `policy.model.continuous_action_space` must agree.
 
     Raises:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zeropipe.algos.acting import actor_search, load_weights, root_inference, search_config
+from zeropipe.algos.network_search import load_weights, root_inference
+from zeropipe.algos.registry import actor_search
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.mcts import ActingParams
@@ -55,10 +56,11 @@ class Evaluator:
         self.cfg = cfg
         self.seed = seed
         self.envs = EnvBatch(cfg.env, cfg.env.evaluator_env_num, "eval", seed)
+        n_env = self.envs.num_envs
         self.search, self.roots = actor_search(
-            cfg, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
+            p, network, len(self.envs.spec.frame_shape), n_env, device
         )
-        self.search_cfg = search_config(p, p.eval_num_simulations or p.num_simulations)
+        self.search_cfg = p.search_config(p.eval_num_simulations or p.num_simulations)
         self.policy_version = -1
 
     def load_weights(self, state_dict: dict[str, torch.Tensor], version: int) -> None:
@@ -76,7 +78,6 @@ class Evaluator:
         for i in range(n_env):
             self.roots.reset(i)
         prev_actions = np.full(n_env, -1, dtype=np.int64)
-        batch_steps = 0
         stacks = [
             deque([f] * self.cfg.env.frame_stack, maxlen=self.cfg.env.frame_stack) for f in frames
         ]
@@ -91,10 +92,7 @@ class Evaluator:
             actions = result.output.action
             step = self.envs.step(actions)
             prev_actions = actions.copy()
-            batch_steps += 1
-            interval = self.cfg.policy.kv_cache_clear_interval
-            if interval and batch_steps % interval == 0:
-                self.roots.invalidate()  # periodic root-cache clearing, as in collection
+            self.roots.tick(1)  # the family's periodic cache clearing, as in collection
             steps += int((done_count < quota).sum())
             masks = step.action_masks.copy()
             for i in range(n_env):

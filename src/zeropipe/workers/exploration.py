@@ -1,7 +1,8 @@
 """Held exploration: ε-greedy whose random actions are repeated for several env steps.
 
 Runs in: collector (sync driver or collector worker process). Plain ε-greedy lives in the search's
-action choice (`mcts.acting.select_action`), which has no memory between env steps; holding a random
+action choice (`mcts.action_choice.select_action`), which has no memory between env steps; holding
+a random
 action needs per-env state, so the collector owns it. A uniform random action per step dithers in
 place; held for a few steps it moves the system, which is what a sparse goal behind a swing-up needs
 (Dabney et al. 2021, "Temporally-extended ε-greedy exploration"). On Acrobot-v1, uniform random
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zeropipe.mcts.acting import sample_rows
+from zeropipe.mcts.action_choice import sample_rows
 
 
 class HeldExploration:

@@ -1,4 +1,4 @@
-"""Building the actors: a policy type's network, and collectors and evaluators with their seeds.
+"""Building the actors: collectors and evaluators with their own network copies and seeds.
 
 Runs in: any (the driver for its learner's network and the sync pipeline's actors; collector and
 evaluator workers, process or Ray actor, for their own copies). It sits below `pipeline/` so that a
@@ -8,27 +8,14 @@ layout: collector `seed + actor·1000`, evaluator `seed + 100000 + actor·1000`.
 
 from __future__ import annotations
 
-import torch
-
-from zeropipe.algos.observation import stacked_input_shape
-from zeropipe.algos.registry import algorithm_for
+from zeropipe.algos.registry import build_network
 from zeropipe.config import ExperimentConfig
-from zeropipe.envs import EnvSpec, env_spec
+from zeropipe.envs import env_spec
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
 
 EVAL_SEED_OFFSET = 100_000
 ACTOR_SEED_STRIDE = 1000
-
-
-def build_network(cfg: ExperimentConfig, spec: EnvSpec) -> torch.nn.Module:
-    """A fresh network of the policy type's family for this config and env."""
-    shape = stacked_input_shape(spec.frame_shape, spec.frame_stack)
-    family = algorithm_for(cfg.policy).family
-    network = family.build_network(shape, spec.action_space_size, cfg.policy)
-    if cfg.policy.channels_last:  # 4-D (conv) weights only; load_state_dict keeps the layout
-        network = network.to(memory_format=torch.channels_last)
-    return network
 
 
 def actor_device(cfg: ExperimentConfig, role: str, in_worker: bool) -> str:

@@ -1,4 +1,4 @@
-"""Acting with a network: one batched search policy call per env step gives the action.
+"""A search policy over a network: one batched search call per env step gives the action.
 
 Runs in: collector, evaluator, driver (reanalysis). The network runs in eval mode under no_grad;
 the batched search calls it once per simulation for the whole batch of roots.
@@ -7,17 +7,40 @@ the batched search calls it once per simulation for the whole batch of roots.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from zeropipe.algos.algorithm import RootSource
 from zeropipe.algos.observation import stack_frames, to_tensor
-from zeropipe.algos.registry import algorithm
-from zeropipe.config import ExperimentConfig, PolicyConfig
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
 from zeropipe.mcts.policies import SearchPolicy
 from zeropipe.models import Network, NetworkOutput, logits_to_scalar
+
+
+class RootSource(Protocol):
+    """Per-env root provider of a collector or evaluator (the family's acting state).
+
+    A context-free family encodes the current observation alone; UniZero keeps a KV-cached
+    context per env. Both reset an env at its episode start and drop everything on a weight load.
+    """
+
+    def root(self, obs: torch.Tensor, env_ids: list[int], prev_actions: list[int]):
+        """Root outputs (a `NetworkOutput`) for stacked observations [B, *input] of `env_ids`."""
+        ...
+
+    def reset(self, env_id: int) -> None:
+        """Env `env_id` starts a new episode."""
+        ...
+
+    def invalidate(self) -> None:
+        """Everything computed with the old weights is stale."""
+        ...
+
+    def tick(self, env_steps: int) -> None:
+        """`env_steps` env steps of every env were taken (a clock for periodic cache clearing;
+        the same rule in collect and eval)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -119,64 +142,6 @@ class NetworkSearch:
 
 def _scalar(logits: torch.Tensor, support) -> np.ndarray:
     return logits_to_scalar(logits.float(), support).cpu().numpy().astype(np.float32)
-
-
-def visit_temperature(
-    fixed_value: float, manual_decay: bool, threshold_steps: int, train_iter: int
-) -> float:
-    """Visit-count temperature for collection (MuZero app. D; reference defaults).
-
-    Manual decay: 1.0 before half the threshold, 0.5 before three quarters, 0.25 after.
-    """
-    if not manual_decay:
-        return fixed_value
-    if train_iter < 0.5 * threshold_steps:
-        return 1.0
-    if train_iter < 0.75 * threshold_steps:
-        return 0.5
-    return 0.25
-
-
-def epsilon_at(
-    enabled: bool, kind: str, start: float, end: float, decay: int, envstep: int
-) -> float:
-    """Epsilon-greedy schedule over collected env steps (0 when disabled)."""
-    if not enabled:
-        return 0.0
-    if kind == "linear":
-        return max(end, start - (start - end) * envstep / decay)
-    return end + (start - end) * float(np.exp(-envstep / decay))
-
-
-def search_config(cfg: PolicyConfig, num_simulations: int) -> SearchConfig:
-    """Search settings from the policy config."""
-    return SearchConfig(
-        num_simulations=num_simulations,
-        discount=cfg.discount_factor,
-        pb_c_base=cfg.pb_c_base,
-        pb_c_init=cfg.pb_c_init,
-        value_delta_max=cfg.value_delta_max,
-        root_dirichlet_alpha=cfg.root_dirichlet_alpha,
-        root_noise_weight=cfg.root_noise_weight,
-        max_num_considered_actions=cfg.gumbel.max_num_considered_actions,
-        gumbel_scale=cfg.gumbel.gumbel_scale,
-        maxvisit_init=cfg.gumbel.maxvisit_init,
-        value_scale=cfg.gumbel.value_scale,
-        num_sampled_actions=cfg.sampled.num_of_sampled_actions,
-        sampled_prior=cfg.sampled.prior,
-        continuous_actions=cfg.model.continuous_action_space,
-        chance_space_size=cfg.stochastic.chance_space_size,
-        root_visit_value=cfg.root_visit_value,
-    )
-
-
-def actor_search(
-    cfg: ExperimentConfig, network: Network, frame_ndim: int, num_envs: int, device: str
-) -> tuple[NetworkSearch, RootSource]:
-    """The policy type's search over `network` (moved to `device`) and its per-env root state."""
-    algo = algorithm(cfg.policy.type)
-    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device)
-    return search, algo.family.root_source(search.network, num_envs, cfg.policy)
 
 
 @torch.no_grad()

@@ -1,0 +1,118 @@
+"""The async segment pipeline's settings (`policy.async_pipeline`, DESIGN §5, §6).
+
+Runs in: any. Names and defaults are the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from zeropipe.config.section import Section
+
+
+class AsyncPipelineConfig(Section):
+    """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
+
+    enabled: bool = Field(False, description="Run the async pipeline (CLI: --async-pipeline).")
+    num_collector_actors: int = Field(1, ge=1, description="Collector worker processes.")
+    num_evaluator_actors: int = Field(1, ge=1, description="Evaluator worker processes.")
+    max_collect_inflight: int | None = Field(
+        None, ge=1, description="Collect requests running at once (None: num_collector_actors)."
+    )
+    max_eval_inflight: int = Field(1, ge=1, description="Eval requests running at once.")
+    max_train_chunk_steps: int = Field(
+        4, ge=1, description="Learner steps before the driver yields to messages."
+    )
+    weight_sync_interval: int = Field(
+        1, ge=1, description="Minimum train_iter gap between published snapshots."
+    )
+    max_policy_lag: int = Field(
+        0,
+        description="Max collector version lag; exceeding it forces a publish; < 0 never forces.",
+    )
+    max_train_budget_queue_size: int | None = Field(
+        None,
+        ge=1,
+        description="Train-budget queue cap for backpressure, inactive until the buffer is "
+        "trainable (None: 2 × num_collector_actors).",
+    )
+    eval_at_start: bool = Field(False, description="Evaluate once before training.")
+    collector_num_cpus: int = Field(1, ge=1, description="Torch threads per collector worker.")
+    worker_niceness: int = Field(
+        0,
+        ge=0,
+        le=19,
+        description="Process backend: niceness each collector and evaluator worker adds to its "
+        "own (os.nice) at start, so that on a machine with fewer cores than processes the "
+        "learner, which backpressure waits on, wins the cores and the workers use what it "
+        "leaves. 0 keeps the driver's. (Ray starts its workers at its own worker_niceness, 15.)",
+    )
+    evaluator_num_cpus: int = Field(1, ge=1, description="Torch threads per evaluator worker.")
+    collector_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per collector worker.")
+    evaluator_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per evaluator worker.")
+    collector_resources: dict[str, float] = Field(
+        default_factory=dict,
+        description="Ray backend: custom Ray resources each collector actor needs, e.g. "
+        "{collector_node: 1}; the actors are placed on the nodes that offer them (`ray start "
+        "--resources`).",
+    )
+    evaluator_resources: dict[str, float] = Field(
+        default_factory=dict,
+        description="Ray backend: custom Ray resources each evaluator actor needs (see "
+        "collector_resources).",
+    )
+    buffer_stats_interval: int = Field(
+        100, ge=1, description="Buffer statistics logging interval in train_iter."
+    )
+    poll_interval_s: float = Field(0.1, gt=0.0, description="Driver idle poll interval.")
+    shutdown_timeout_s: float = Field(
+        30.0, gt=0.0, description="Time allowed for workers to exit before they are killed."
+    )
+    backend: Literal["process", "ray"] = Field(
+        "process",
+        description="Where the workers run: 'process' (worker processes on this machine, pipes, "
+        "shared-memory snapshots) or 'ray' (Ray actors anywhere in a Ray cluster, weights in "
+        'Ray\'s object store; needs the ray extra: pip install -e ".[ray]").',
+    )
+    ray_address: str | None = Field(
+        None,
+        description="Ray backend: the cluster to join ('auto': the one started on this machine "
+        "by `ray start`; 'HOST:PORT' or 'ray://HOST:PORT'). None: the run starts a private Ray "
+        "on this machine and stops it at the end.",
+    )
+    ray_local_mode: bool = Field(
+        False,
+        description="Ray backend, LightZero's name: keep the run on this machine. The Ray this "
+        "extra installs (2.60) no longer has ray.init(local_mode=True), which ran every task "
+        "serially in the driver process; the nearest honest behaviour is what it does here: a "
+        "private single-node Ray started and stopped by the run (the same as leaving ray_address "
+        "unset), with the actors as separate processes. Cannot be combined with ray_address.",
+    )
+    max_restarts_per_window: int = Field(
+        3,
+        ge=0,
+        description="Restarts allowed per worker within restart_window_s; one more death inside "
+        "the window ends the run (a worker that keeps dying is a bug to report).",
+    )
+    restart_window_s: float = Field(
+        3600.0,
+        gt=0.0,
+        description="Sliding window (seconds) over which a worker's restarts are counted, so a "
+        "long run survives occasional unrelated crashes.",
+    )
+
+    @property
+    def resolved_max_collect_inflight(self) -> int:
+        """`max_collect_inflight`, defaulting to the number of collector actors."""
+        if self.max_collect_inflight is None:
+            return self.num_collector_actors
+        return self.max_collect_inflight
+
+    @property
+    def resolved_max_train_budget_queue_size(self) -> int:
+        """`max_train_budget_queue_size`, defaulting to max(1, 2 × num_collector_actors)."""
+        if self.max_train_budget_queue_size is None:
+            return max(1, 2 * self.num_collector_actors)
+        return self.max_train_budget_queue_size

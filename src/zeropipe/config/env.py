@@ -1,0 +1,48 @@
+"""Which environment to play and how to preprocess it (`env:`).
+
+Runs in: any.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from zeropipe.config.section import Section
+
+
+class EnvConfig(Section):
+    """Which environment to play and how to preprocess it."""
+
+    env_id: str = Field(
+        description="gymnasium env id (Discrete actions, Box observations), e.g. CartPole-v1, "
+        "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env); a third-party id as "
+        "'module:EnvId' (e.g. minatar.gym:MinAtar/Breakout-v1) imports the module first."
+    )
+    collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
+    evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
+    n_evaluator_episode: int = Field(3, ge=1, description="Episodes per evaluation.")
+    stop_value: float = Field(
+        1e9, description="Stop the run once an eval reward_mean reaches this value."
+    )
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="Time limit for training episodes (None: the env's own limit)."
+    )
+    eval_max_episode_steps: int | None = Field(
+        None, ge=1, description="Time limit for eval episodes (None: the env's own limit)."
+    )
+    frame_stack: int = Field(
+        1, ge=1, description="Observations stacked as the model input (Atari: 4 gray frames)."
+    )
+    # Atari preprocessing. ALE v5 ids are created with frameskip=1 and no sticky actions, and the
+    # skip/stickiness below is applied once, by our wrappers (LightZero PR #494: double skipping).
+    frame_skip: int = Field(4, ge=1, description="Atari: repeat each action this many frames.")
+    sticky_action_prob: float = Field(
+        0.0, ge=0.0, le=1.0, description="Atari: probability of repeating the previous action."
+    )
+    noop_max: int = Field(30, ge=0, description="Atari: up to this many no-ops after a reset.")
+    gray_scale: bool = Field(True, description="Atari: grayscale (1 channel) instead of RGB (3).")
+    obs_size: int = Field(64, ge=16, description="Atari: frames resized to obs_size×obs_size.")
+    clip_rewards: bool = Field(True, description="Atari: clip training rewards to {-1,0,1}.")
+    episode_life: bool = Field(
+        True, description="Atari: a lost life ends a training episode (eval plays full games)."
+    )

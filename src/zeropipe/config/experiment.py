@@ -1,0 +1,56 @@
+"""One experiment (the top level of a config file): where it writes, when it stops, what it plays
+and how it learns.
+
+Runs in: any.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, SerializeAsAny
+
+from zeropipe.config.env import EnvConfig
+from zeropipe.config.policy import PolicyConfig, policy_config_class
+from zeropipe.config.section import Section
+
+
+class CheckpointConfig(Section):
+    """When the resumable `ckpt/ckpt_latest.pth.tar` is written (besides every stop)."""
+
+    latest_interval_s: float = Field(
+        300.0,
+        ge=0.0,
+        description="Write ckpt_latest at least every this many seconds of wall time, so a "
+        "killed run loses at most this much; 0 disables the time rule.",
+    )
+    latest_interval_train_iter: int = Field(
+        0,
+        ge=0,
+        description="Also write ckpt_latest every this many train iterations; 0 disables.",
+    )
+
+
+class ExperimentConfig(Section):
+    """One experiment: where it writes, when it stops, what it plays and how it learns."""
+
+    exp_name: str = Field(
+        "runs/experiment", description="Output directory, relative to the working directory."
+    )
+    seed: int = Field(0, ge=0, description="Seed of every RNG in the run.")
+    max_env_step: int = Field(
+        10_000_000, ge=1, description="Stop after this many collected env steps."
+    )
+    max_train_iter: int = Field(10_000_000, ge=1, description="Stop after this many learner steps.")
+    env: EnvConfig = Field(description="Environment settings.")
+    # SerializeAsAny: dump the type's own section (its fields), not only the base class's.
+    policy: SerializeAsAny[PolicyConfig] = Field(
+        default_factory=lambda: policy_config_class("muzero")(),
+        description="Policy settings; `policy.type` picks the section (each type's own options).",
+    )
+    checkpoint: CheckpointConfig = Field(
+        default_factory=CheckpointConfig, description="Resumable checkpoint schedule."
+    )
+
+    @property
+    def num_segments(self) -> int:
+        """Segments per collect call."""
+        return self.policy.num_segments or self.env.collector_env_num

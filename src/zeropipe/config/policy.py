@@ -1,0 +1,260 @@
+"""The `policy` section: what every policy type reads, and the table that picks a type's section.
+
+Runs in: any. `PolicyConfig` holds the fields every type reads (search, data, learner, schedule,
+async pipeline). Each policy type declares its own subclass beside its algorithm in `algos/`
+(acme's per-agent config next to its builder): its `type` literal, the options only it reads and
+its `model` section. Validating a `policy` mapping picks the subclass registered for its `type`
+(`register_policy_config`); the built-in types register when `zeropipe.algos.registry` is
+imported, which the first look-up does (see `policy_config_class`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from zeropipe.config.async_pipeline import AsyncPipelineConfig
+from zeropipe.config.legacy import drop_other_types_defaults
+from zeropipe.config.model import ModelConfig
+from zeropipe.config.section import Section
+
+# The module whose import registers the built-in policy types. config/ sits below algos/, so it
+# cannot import it statically (algos imports config); the first look-up imports it by name.
+BUILTIN_TYPES_MODULE = "zeropipe.algos.registry"
+DEFAULT_POLICY_TYPE = "muzero"
+
+_SECTIONS: dict[str, type[PolicyConfig]] = {}
+
+
+class EpsilonGreedyConfig(Section):
+    """Epsilon-greedy exploration on top of the search's visit distribution (collect only)."""
+
+    eps_greedy_exploration_in_collect: bool = Field(False, description="Enable epsilon-greedy.")
+    type: Literal["linear", "exp"] = Field("linear", description="Decay shape over env steps.")
+    start: float = Field(1.0, ge=0.0, le=1.0, description="Epsilon at env step 0.")
+    end: float = Field(0.05, ge=0.0, le=1.0, description="Final epsilon.")
+    decay: int = Field(100_000, ge=1, description="Env steps over which epsilon decays.")
+    hold_steps: int = Field(
+        1,
+        ge=1,
+        description="Env steps each random action is held (temporally-extended ε-greedy, "
+        "discrete actions only); epsilon stays the fraction of random steps. 1 is plain "
+        "ε-greedy.",
+    )
+
+
+class PolicyConfig(Section):
+    """Algorithm, search, replay and learner settings (LightZero's `policy` section).
+
+    The fields every policy type reads; a type's own options live in its subclass (`algos/`).
+    Validating this base class with a mapping validates the subclass registered for its `type`.
+    """
+
+    type: str = Field(DEFAULT_POLICY_TYPE, description="Policy type; see DESIGN §3 for all ten.")
+    device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    root_visit_value: Literal["zero", "network"] = Field(
+        "zero",
+        description="What the search root's initial visit adds to its value sum: 'zero' "
+        "(LightZero's MuZero trees; root value W/(n+1)) or 'network' (mctx and LightZero's "
+        "Gumbel tree: the network's root value, (v+W)/(n+1)). With |V| large next to the "
+        "differences between actions (Acrobot, V ~ -85) 'zero' widens the min-max range until "
+        "the visits follow the prior; measured there, 'network' learns (issue 15 notes).",
+    )
+    channels_last: bool = Field(
+        True,
+        description="Keep conv weights in channels-last memory order (learner and actors); the "
+        "same arithmetic in another layout, which oneDNN runs faster on CPU (measured on Pong: "
+        "learner step 1.22x, actor inference 1.1x). No effect on models without convs.",
+    )
+    learner_autocast: Literal["none", "bf16"] = Field(
+        "none",
+        description="Run the learner's unroll and loss under torch.autocast in bfloat16 "
+        "(targets, priorities and the optimizer stay float32). Faster on CPUs with bf16 "
+        "instructions (Pong MuZero learner step 1.37x alone, 1.73x with channels_last), at "
+        "bf16 precision in the forward pass; off by default (learning not measured with it).",
+    )
+    learner_num_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Torch CPU threads of the driver/learner process. None: torch's default in "
+        "the sync pipeline; in the async pipeline, before every learner step, the cores not "
+        "taken by the workers that have a request in flight (min 1): the learner gets the "
+        "cores while backpressure holds the collectors, and gives them back when they collect.",
+    )
+    model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
+    # search
+    num_simulations: int = Field(25, ge=1, description="MCTS simulations per collect step.")
+    eval_num_simulations: int | None = Field(
+        None, ge=1, description="Simulations per eval step (None: num_simulations)."
+    )
+    reanalyze_num_simulations: int | None = Field(
+        None, ge=1, description="Simulations per reanalysis root (None: num_simulations)."
+    )
+    discount_factor: float = Field(0.997, gt=0.0, le=1.0, description="Discount γ.")
+    pb_c_base: float = Field(19652.0, gt=0.0, description="PUCT c_base (MuZero app. B).")
+    pb_c_init: float = Field(1.25, gt=0.0, description="PUCT c_init (MuZero app. B).")
+    root_dirichlet_alpha: float = Field(0.3, gt=0.0, description="Root Dirichlet noise α.")
+    root_noise_weight: float = Field(0.25, ge=0.0, le=1.0, description="Root noise mix weight.")
+    value_delta_max: float = Field(
+        0.01, ge=0.0, description="Minimum Q range used by min-max normalisation."
+    )
+    fixed_temperature_value: float = Field(
+        0.25, gt=0.0, description="Visit-count temperature when no manual decay is used."
+    )
+    manual_temperature_decay: bool = Field(
+        False, description="Temperature 1 → 0.5 → 0.25 over the training-steps threshold."
+    )
+    threshold_training_steps_for_final_temperature: int = Field(
+        100_000, ge=1, description="Train iterations at which the decayed temperature is final."
+    )
+    eps: EpsilonGreedyConfig = Field(
+        default_factory=EpsilonGreedyConfig, description="Epsilon-greedy exploration."
+    )
+    # data
+    game_segment_length: int = Field(50, ge=1, description="Transitions per game segment (L).")
+    num_segments: int | None = Field(
+        None, ge=1, description="Segments per collect call (None: collector_env_num)."
+    )
+    num_unroll_steps: int = Field(5, ge=1, description="Unroll steps K of the learner.")
+    td_steps: int = Field(5, ge=1, description="n of the n-step value target (T).")
+    replay_buffer_size: int = Field(
+        1_000_000, ge=1, description="Replay capacity in transitions (FIFO eviction)."
+    )
+    batch_size: int = Field(256, ge=1, description="Learner batch size.")
+    replay_ratio: float = Field(
+        0.25,
+        gt=0.0,
+        description="Learner steps per collected transition (if no update_per_collect).",
+    )
+    update_per_collect: int | None = Field(
+        None, ge=1, description="Fixed learner steps per collect (overrides replay_ratio)."
+    )
+    train_start_after_envsteps: int = Field(
+        0, ge=0, description="Training starts once more env steps than this were collected."
+    )
+    use_priority: bool = Field(False, description="Prioritized replay (PER).")
+    priority_prob_alpha: float = Field(0.6, ge=0.0, description="PER exponent α.")
+    priority_prob_beta: float = Field(0.4, ge=0.0, description="PER importance exponent β.")
+    reanalyze_ratio: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of each batch whose policy target is re-searched.",
+    )
+    buffer_reanalyze_freq: float = Field(
+        0.0,
+        ge=0.0,
+        description="Whole-buffer reanalysis: ≥1 times per train budget, <1 once every 1/freq "
+        "budgets; 0 disables.",
+    )
+    reanalyze_batch_size: int = Field(160, ge=1, description="Sequences per buffer reanalysis.")
+    reanalyze_partition: float = Field(
+        0.75, gt=0.0, le=0.75, description="Oldest fraction of segments eligible for reanalysis."
+    )
+    # learner
+    optim_type: Literal["SGD", "Adam", "AdamW"] = Field("Adam", description="Optimizer.")
+    learning_rate: float = Field(3e-3, gt=0.0, description="Initial learning rate.")
+    weight_decay: float = Field(1e-4, ge=0.0, description="Weight decay.")
+    momentum: float = Field(0.9, ge=0.0, description="SGD momentum.")
+    lr_schedule: Literal["constant", "piecewise", "cosine"] = Field(
+        "constant",
+        description="piecewise: ×0.1 at half the threshold, ×0.01 after it; cosine: to 0.",
+    )
+    threshold_training_steps_for_final_lr: int = Field(
+        50_000, ge=1, description="Train iterations at which the LR schedule reaches its end."
+    )
+    grad_clip_value: float = Field(10.0, gt=0.0, description="Gradient-norm clip.")
+    target_update_type: Literal["hard", "ema"] = Field(
+        "hard", description="Target network update: hard copy or EMA."
+    )
+    target_update_freq: int = Field(100, ge=1, description="Hard copy every this many steps.")
+    target_update_theta: float = Field(0.05, gt=0.0, le=1.0, description="EMA rate θ.")
+    policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
+    # schedule
+    eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
+    save_ckpt_freq: int = Field(
+        1000, ge=1, description="Write a periodic checkpoint every this many train iterations."
+    )
+    async_pipeline: AsyncPipelineConfig = Field(
+        default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."
+    )
+
+    def search_config(self, num_simulations: int) -> Any:
+        """The `mcts.SearchConfig` of this type's search policy with `num_simulations`.
+
+        Each type's section builds it (`algos/`): the settings every search reads and its search
+        policy's own (Gumbel's, the sampled search's, the chance nodes').
+        """
+        raise NotImplementedError(f"policy.type {self.type!r} declares no search settings")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _the_types_section(cls, data: Any, handler):
+        """A mapping validated as the base class becomes the section of its `type`."""
+        if cls is PolicyConfig and isinstance(data, dict):
+            section = policy_config_class(str(data.get("type", DEFAULT_POLICY_TYPE)))
+            if section is not PolicyConfig:
+                others = [(n, s) for n, s in _SECTIONS.items() if s is not section]
+                name = section.model_fields["type"].default
+                own = drop_other_types_defaults(data, section, others, name)
+                return section.model_validate(own)
+        return handler(data)
+
+    @model_validator(mode="after")
+    def _check_sizes(self) -> PolicyConfig:
+        if self.replay_buffer_size <= self.batch_size:
+            raise ValueError("replay_buffer_size must be larger than batch_size")
+        return self
+
+
+def register_policy_config(section: type[PolicyConfig]) -> None:
+    """Make `section` the config of the policy type named by its `type` field's default.
+
+    Raises:
+        ValueError: another section is registered under that name.
+    """
+    name = section.model_fields["type"].default
+    if _SECTIONS.get(name, section) is not section:
+        raise ValueError(f"policy.type {name!r} is registered already")
+    _SECTIONS[name] = section
+
+
+def policy_config_class(policy_type: str) -> type[PolicyConfig]:
+    """The registered section of `policy_type`.
+
+    A type of one's own is named `module:name` (as third-party env ids are): the module, which
+    registers the type when imported, is imported first. That is how a worker process, which
+    receives only the config, finds a type that its driver registered.
+
+    Raises:
+        ValueError: no type of that name is registered (the message lists those that are), or
+            its module cannot be imported.
+    """
+    if policy_type not in _SECTIONS:
+        importlib.import_module(BUILTIN_TYPES_MODULE)  # registers the built-in types
+    module, sep, _ = policy_type.partition(":")
+    if policy_type not in _SECTIONS and sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            message = f"policy.type {policy_type!r}: cannot import {module}: {exc}"
+            raise ValueError(message) from None
+    if policy_type not in _SECTIONS:
+        raise ValueError(
+            f"policy.type {policy_type!r} is not a policy type of this version of zeropipe; "
+            f"available: {', '.join(sorted(_SECTIONS))}"
+        )
+    return _SECTIONS[policy_type]
+
+
+def registered_policy_types() -> tuple[str, ...]:
+    """The names of every registered policy type, sorted."""
+    policy_config_class(DEFAULT_POLICY_TYPE)
+    return tuple(sorted(_SECTIONS))
+
+
+def unregister_policy_config(policy_type: str) -> None:
+    """Forget a registered type (for tests that register a type of their own)."""
+    _SECTIONS.pop(policy_type, None)

@@ -1,0 +1,14 @@
+"""The base of every config section: unknown keys are errors, assignments are validated.
+
+Runs in: any.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Section(BaseModel):
+    """A strict config section: a typo is an error that names its YAML path, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
