@@ -33,6 +33,11 @@ import torch
 
 from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused
 
+try:
+    from numpy._core import multiarray as _multiarray  # numpy >= 2
+except ImportError:  # numpy 1.26
+    from numpy.core import multiarray as _multiarray
+
 NUMPY_TAG = "__zeropipe_numpy__"  # value: "ndarray" or "scalar"
 
 # (callable, the name an earlier numpy wrote it under): numpy 2 moved numpy.core to numpy._core.
@@ -44,10 +49,10 @@ LEGACY_NUMPY_GLOBALS: list[Any] = [
     np.ndarray,
     np.dtype,
     *(getattr(np.dtypes, name) for name in np.dtypes.__all__),
-    (np._core.multiarray._reconstruct, "numpy._core.multiarray._reconstruct"),
-    (np._core.multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
-    (np._core.multiarray.scalar, "numpy._core.multiarray.scalar"),
-    (np._core.multiarray.scalar, "numpy.core.multiarray.scalar"),
+    (_multiarray._reconstruct, "numpy._core.multiarray._reconstruct"),
+    (_multiarray._reconstruct, "numpy.core.multiarray._reconstruct"),
+    (_multiarray.scalar, "numpy._core.multiarray.scalar"),
+    (_multiarray.scalar, "numpy.core.multiarray.scalar"),
 ]
 
 

@@ -143,6 +143,8 @@ class RunDir:
 
         Raises:
             CheckpointError: the write failed (disk full, I/O error); nothing was replaced.
+            TypeError: the payload holds a numpy array of objects (a bug: checkpoints hold only
+                tensors and plain data, see checkpoint_format.py).
         """
         path = self.ckpt_dir / name
         if name == LATEST and path.exists():
