@@ -9,9 +9,12 @@ from pathlib import Path
 
 import imageio.v3 as iio
 import pytest
+import torch
 
 from tests.cli.test_cli import TINY, run_cli
+from tests.crafted import write_crafted_checkpoint
 from zeropipe.cli.main import main
+from zeropipe.pipeline.checkpoint_format import read_checkpoint
 
 CARTPOLE = (
     TINY.replace("env_id: zeropipe/Chain-v0", "env_id: CartPole-v1")
@@ -112,10 +115,37 @@ def test_bad_eval_input_exits_2(
 
 
 def test_file_without_weights_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture):
-    import torch
-
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "config.yaml").write_text(TINY.format(exp=tmp_path))
     torch.save({"envstep": 3}, tmp_path / "ckpt" / "other.pth.tar")
     assert main(["eval", str(tmp_path / "ckpt" / "other.pth.tar")]) == 2
     assert "holds no network weights" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(120)
+def test_eval_refuses_a_crafted_checkpoint_without_running_it(tmp_path: Path):
+    """A shared ckpt_best that runs code when unpickled (here: creates a file)."""
+    (tmp_path / "config.yaml").write_text(TINY.format(exp=tmp_path))
+    ckpt, marker = tmp_path / "ckpt" / "ckpt_best.pth.tar", tmp_path / "marker"
+    write_crafted_checkpoint(ckpt, marker)
+    proc = run_cli("eval", str(ckpt), cwd=tmp_path)
+    assert not marker.exists()
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == (
+        f"zeropipe eval: {ckpt} was refused: loading it would call io.open; a checkpoint holds "
+        "only tensors and plain data, and a file that needs more could run any code, so it is "
+        "never loaded"
+    )
+
+
+@pytest.mark.timeout(300)
+def test_eval_reads_a_checkpoint_written_by_an_earlier_version(
+    cartpole_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    """Earlier versions pickled the numpy arrays of ckpt_latest as such (weights_only=False)."""
+    old = tmp_path / "ckpt_latest.pth.tar"
+    torch.save(read_checkpoint(cartpole_run / "ckpt" / "ckpt_latest.pth.tar"), old)
+    config = str(cartpole_run / "config.yaml")
+    assert main(["eval", str(old), "--config", config, "--episodes", "1"]) == 0
+    assert "episodes 1 " in capsys.readouterr().out

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.cli.test_cli import TINY, default_sigint, run_cli
+from tests.crafted import write_crafted_checkpoint
+from zeropipe.pipeline.checkpoint_format import read_checkpoint
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -91,6 +92,23 @@ def test_a_corrupt_checkpoint_on_resume_is_a_clear_error(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.joinpath("run").iterdir()) == ["ckpt"]
 
 
+@pytest.mark.timeout(120)
+def test_resume_refuses_a_crafted_checkpoint_without_running_it(tmp_path: Path):
+    """A shared run whose ckpt_latest runs code when unpickled (here: creates a file); the
+    previous checkpoint is good, and resuming from it instead would hide the replaced file."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    ckpt, marker = tmp_path / "run" / "ckpt", tmp_path / "marker"
+    write_crafted_checkpoint(ckpt / "ckpt_latest.pth.tar", marker)
+    (ckpt / "ckpt_latest.prev.pth.tar").write_bytes(b"")  # never reached
+    proc = run_cli("train", "tiny.yaml", "--resume", "--quiet", cwd=tmp_path)
+    assert not marker.exists()
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("zeropipe: checkpoint error: --resume: ")
+    assert "run/ckpt/ckpt_latest.pth.tar was refused: loading it would call io.open;" in line
+    assert sorted(p.name for p in tmp_path.joinpath("run").iterdir()) == ["ckpt"]
+
+
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize(
     "pipeline",
@@ -155,7 +173,7 @@ def test_a_double_ctrl_c_still_leaves_a_loadable_checkpoint(tmp_path: Path):
             proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert saved["reason"] == "stop"
-    payload = torch.load(run / "ckpt" / "ckpt_latest.pth.tar", weights_only=False)
+    payload = read_checkpoint(run / "ckpt" / "ckpt_latest.pth.tar")
     assert payload["learner"]["train_iter"] == saved["train_iter"]
     assert not shm_of(proc.pid)
 
@@ -185,6 +203,6 @@ def test_sigterm_writes_the_final_checkpoint_and_exits_143(
     reason = "cancelled" if pipeline else "interrupted"  # each pipeline's word for Ctrl-C
     assert log[-1]["event"] == "stop" and log[-1]["reason"] == reason
     assert log[-2]["event"] == "checkpoint" and log[-2]["reason"] == "stop"
-    payload = torch.load(run / "ckpt" / "ckpt_latest.pth.tar", weights_only=False)
+    payload = read_checkpoint(run / "ckpt" / "ckpt_latest.pth.tar")
     assert payload["learner"]["train_iter"] == log[-2]["train_iter"]
     assert not shm_of(proc.pid)

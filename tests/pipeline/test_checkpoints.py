@@ -16,6 +16,7 @@ from tests.tiny import tiny_config
 from zeropipe.pipeline import run_dir as run_dir_module
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.checkpoint_format import read_checkpoint
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir, load_latest
 from zeropipe.pipeline.run_state import RunState
@@ -76,7 +77,7 @@ def test_disk_full_during_periodic_saves(tmp_path, monkeypatch, caplog, pipeline
     (saved,) = [e for e in log if e["event"] == "checkpoint"]
     path, payload = load_latest(cfg.exp_name)  # the previous good one, intact
     assert path.name == LATEST and payload["learner"]["train_iter"] == saved["train_iter"]
-    best = torch.load(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar", weights_only=False)
+    best = read_checkpoint(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar")
     assert best["reward_mean"] == max(e["reward_mean"] for e in log if e["event"] == "eval")
     ckpt_files = [p.name for p in (tmp_path / "run" / "ckpt").iterdir()]
     assert not [n for n in ckpt_files if ".tmp" in n], ckpt_files
@@ -101,11 +102,16 @@ def equal(a, b, where: str = "") -> None:
         assert a == b, where
 
 
-def test_resume_restores_learner_buffer_and_rng_bit_exactly(tmp_path):
+@pytest.mark.parametrize("written_by", ["this-version", "an-earlier-version"])
+def test_resume_restores_learner_buffer_and_rng_bit_exactly(tmp_path, written_by):
+    """Also from a checkpoint written the way earlier versions did: the payload with its numpy
+    arrays pickled as such (torch.save without encoding), which took weights_only=False."""
     cfg = tiny_config(tmp_path / "run", use_priority=True)
     cfg.max_env_step = 64
     train_sync(cfg)
-    saved = torch.load(tmp_path / "run" / "ckpt" / LATEST, weights_only=False)
+    saved = read_checkpoint(tmp_path / "run" / "ckpt" / LATEST)
+    if written_by == "an-earlier-version":
+        torch.save(saved, tmp_path / "run" / "ckpt" / LATEST)
     assert saved["learner"]["train_iter"] > 0 and saved["learner"]["optimizer"]["state"]
     comps = build_driver(cfg)  # fresh, freshly seeded components
     run = RunDir(cfg, resume=True)
@@ -128,7 +134,7 @@ def test_ckpt_best_holds_exactly_the_evaluated_weights(tmp_path, monkeypatch):
     cfg.max_env_step = 128
     asyncio.run(train_async(cfg, show_progress=False))
     evals = [e for e in events(tmp_path / "run") if e["event"] == "eval"]
-    best = torch.load(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar", weights_only=False)
+    best = read_checkpoint(tmp_path / "run" / "ckpt" / "ckpt_best.pth.tar")
     first_best = next(e for e in evals if e["reward_mean"] == best["reward_mean"])
     assert best["policy_version"] == first_best["policy_version"]
     equal(best["model"], published[best["policy_version"]])

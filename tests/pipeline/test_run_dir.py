@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.crafted import write_crafted_checkpoint
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
 from zeropipe.pipeline import run_dir as run_dir_module
-from zeropipe.pipeline.errors import CheckpointError, RunDirExists
+from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
 from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
 
 
@@ -137,6 +138,18 @@ def test_resume_reads_the_previous_checkpoint_when_the_latest_is_corrupt(tmp_pat
     with pytest.raises(CheckpointError) as err:
         load_latest(str(tmp_path / "run"))
     assert str(ckpt / LATEST) in str(err.value) and str(ckpt / LATEST_PREV) in str(err.value)
+
+
+def test_resume_refuses_a_crafted_latest_instead_of_falling_back(tmp_path, caplog):
+    run = RunDir(tiny_config(tmp_path / "run"))
+    run.save(LATEST, latest_payload(1))
+    run.save(LATEST, latest_payload(2))  # a good ckpt_latest.prev
+    run.close()
+    marker = tmp_path / "marker"
+    write_crafted_checkpoint(tmp_path / "run" / "ckpt" / LATEST, marker)
+    with pytest.raises(CheckpointRefused, match=r"^--resume: .*ckpt_latest\.pth\.tar was refused"):
+        load_latest(str(tmp_path / "run"))
+    assert not marker.exists() and not caplog.records
 
 
 def test_resume_without_any_checkpoint_is_a_config_error(tmp_path):

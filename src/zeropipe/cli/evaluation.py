@@ -24,6 +24,8 @@ from zeropipe.cli.video import (
     write_video,
 )
 from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.pipeline.errors import CheckpointError
 
 log = logging.getLogger("zeropipe.cli")
 
@@ -69,14 +71,19 @@ def load_checkpoint_weights(path: Path) -> CheckpointWeights:
     `ckpt_best.pth.tar` and `iteration_N.pth.tar` hold them under "model";
     `ckpt_latest.pth.tar` under "learner" → "model" (pipeline/run_state.py).
 
+    The file is read with `read_checkpoint`, which never runs code from it: checkpoints are
+    shared, and evaluating one must not execute it.
+
     Raises:
-        InputError: the file is missing, unreadable or holds no network weights.
+        InputError: the file is missing, unreadable, refused (it would run code to load) or holds
+            no network weights.
     """
     if not path.is_file():
         raise InputError(f"no checkpoint file at {path}")
     try:
-        # Our own files (trusted); ckpt_latest also holds numpy RNG states, so not weights_only.
-        payload: Any = torch.load(path, map_location="cpu", weights_only=False)
+        payload: Any = read_checkpoint(path)
+    except CheckpointError as exc:  # names the file already
+        raise InputError(str(exc)) from None
     except Exception as exc:
         raise InputError(f"cannot read checkpoint {path}: {exc}") from None
     if isinstance(payload, dict) and isinstance(payload.get("model"), dict):

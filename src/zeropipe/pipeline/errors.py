@@ -20,3 +20,7 @@ class CheckpointError(Exception):
 
 class RunDirExists(ConfigError):
     """A new run was pointed at a directory that already holds a run (see RunDir)."""
+
+
+class CheckpointRefused(CheckpointError):
+    """A checkpoint file would run code to load (it needs more than tensors and plain data)."""

@@ -15,6 +15,10 @@ over the target, fsync of the directory. A failed write removes its temp file an
 `CheckpointError`; the previous file is untouched. Before `ckpt_latest` is replaced, the previous
 one is hard-linked to `ckpt_latest.prev.pth.tar`, so a resume still has a good checkpoint if the
 newest one turns out to be unreadable.
+
+What a checkpoint holds and how it is read without running code from it: checkpoint_format.py.
+A file refused there (it would call more than tensors and plain data need) ends a resume at
+once, with no fallback to the previous checkpoint: a replaced file is a reason to stop and look.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from typing import Any, BinaryIO
 import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
-from zeropipe.pipeline.errors import CheckpointError, RunDirExists
+from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
+from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
 
 log = logging.getLogger("zeropipe.run")
 
@@ -134,15 +139,18 @@ class RunDir:
         self.metrics = MetricsLog(self.log_dir)
 
     def save(self, name: str, payload: dict[str, Any]) -> Path:
-        """Atomically and durably save `payload` as ckpt/<name>.
+        """Atomically and durably save `payload` as ckpt/<name> (numpy arrays encoded).
 
         Raises:
             CheckpointError: the write failed (disk full, I/O error); nothing was replaced.
+            TypeError: the payload holds a numpy array of objects (a bug: checkpoints hold only
+                tensors and plain data, see checkpoint_format.py).
         """
         path = self.ckpt_dir / name
         if name == LATEST and path.exists():
             _keep_previous(path, self.ckpt_dir / LATEST_PREV)
-        write_durably(path, lambda f: torch.save(payload, f))
+        plain = encode(payload)
+        write_durably(path, lambda f: torch.save(plain, f))
         return path
 
     def close(self) -> None:
@@ -223,6 +231,7 @@ def load_latest(exp_name: str) -> tuple[Path, dict[str, Any]]:
 
     Raises:
         ConfigError: there is no checkpoint at all (nothing to resume).
+        CheckpointRefused: the newest checkpoint present would run code to load.
         CheckpointError: every checkpoint present is corrupt or truncated (each one named).
     """
     ckpt_dir = Path(exp_name) / "ckpt"
@@ -232,10 +241,12 @@ def load_latest(exp_name: str) -> tuple[Path, dict[str, Any]]:
     problems = []
     for path in candidates:
         try:
-            payload = torch.load(path, map_location="cpu", weights_only=False)
+            payload = read_checkpoint(path)
             missing = [k for k in LATEST_KEYS if k not in payload]
             if missing:
                 raise ValueError(f"not a resumable checkpoint (missing {missing})")
+        except CheckpointRefused as exc:
+            raise CheckpointRefused(f"--resume: {exc}") from None
         except Exception as exc:
             problems.append(f"{path}: {type(exc).__name__}: {exc}")
             log.error("checkpoint %s is unreadable (%s: %s)", path, type(exc).__name__, exc)

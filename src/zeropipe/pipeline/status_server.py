@@ -4,12 +4,18 @@ Runs in: driver (on its event loop, beside the driver coroutine). A small plain-
 server (`asyncio.start_server`, one request per connection): two read-only routes need no web
 framework, and prometheus_client's `generate_latest` renders the text format. It binds only the
 address it is given (`parse_address` defaults the host to 127.0.0.1); port 0 picks a free port,
-and `address` says which one.
+and `address` says which one. The endpoint has no authentication, so an address other machines can
+reach (0.0.0.0, a LAN address) is served with one warning line.
+
+A request whose line or header lines exceed `MAX_LINE_BYTES`, or whose head exceeds
+`MAX_HEAD_BYTES`, is answered `431` (never a traceback on the console); the rest of what that
+client sends is read and dropped for a moment, so it reads the answer instead of a reset.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import socket
@@ -22,6 +28,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from zeropipe.config import ConfigError
 
 log = logging.getLogger("zeropipe.status")
+
+MAX_LINE_BYTES = 8 * 1024  # the request line or one header line (the stream reader's limit)
+MAX_HEAD_BYTES = 32 * 1024  # the request line and all headers together
+MAX_DISCARD_BYTES = 4 * 1024 * 1024  # dropped after a 431, so the client sees the answer
+TOO_LARGE = (
+    "431 Request Header Fields Too Large",
+    "text/plain",
+    f"request line or headers too large (limits: {MAX_LINE_BYTES} bytes a line, "
+    f"{MAX_HEAD_BYTES} in all)\n".encode(),
+)
 
 GAUGES = {  # status key -> (metric name, help)
     "envstep": ("zeropipe_envstep", "Env steps collected"),
@@ -79,6 +95,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def exposure_warning(host: str) -> str | None:
+    """The warning for an endpoint bound to `host`; None for a loopback address."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None  # not an IP address: cannot tell, so warn
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address is not None and address.is_loopback:
+        return None
+    return (
+        f"the status endpoint on {host} can be reached from other machines and has no "
+        "authentication; bind 127.0.0.1 (--status PORT) unless that is intended"
+    )
+
+
 class _StatusCollector:
     """prometheus_client collector reading one status snapshot per scrape."""
 
@@ -124,8 +156,11 @@ class StatusServer:
 
     async def start(self) -> None:
         """Start accepting connections."""
-        self._server = await asyncio.start_server(self._serve, sock=self.sock)
+        self._server = await asyncio.start_server(self._serve, sock=self.sock, limit=MAX_LINE_BYTES)
         log.info("status endpoint on http://%s:%d/status and /metrics", *self.address)
+        warning = exposure_warning(self.address[0])
+        if warning is not None:
+            log.warning(warning)
 
     async def close(self) -> None:
         """Stop serving and close the socket."""
@@ -137,17 +172,14 @@ class StatusServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(10):
-                request = await reader.readline()
-                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    pass  # headers are not needed
-            code, ctype, body = self._respond(request.decode("latin-1").split())
-            head = (
-                f"HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + body)
-            await writer.drain()
-        except (TimeoutError, ConnectionError, UnicodeError):
+                request = await _read_head(reader)
+                if request is None:
+                    await _reply(writer, *TOO_LARGE)
+                    writer.write_eof()
+                    await _discard(reader, MAX_DISCARD_BYTES)
+                else:
+                    await _reply(writer, *self._respond(request.split()))
+        except (TimeoutError, ConnectionError):
             pass  # a client that went away or never finished its request
         finally:
             writer.close()
@@ -161,3 +193,32 @@ class StatusServer:
         if path == "/status":
             return "200 OK", "application/json", json.dumps(self.status()).encode()
         return "404 Not Found", "text/plain", b"try /metrics or /status\n"
+
+
+async def _read_head(reader: asyncio.StreamReader) -> str | None:
+    """The request line, once the headers are read too; None for a head over the limits."""
+    try:
+        request = await reader.readline()
+        head_bytes = len(request)
+        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            head_bytes += len(line)  # headers are not needed, only bounded
+            if head_bytes > MAX_HEAD_BYTES:
+                return None
+    except ValueError:  # a line over the reader's limit (how StreamReader.readline says so)
+        return None
+    return request.decode("latin-1")
+
+
+async def _reply(writer: asyncio.StreamWriter, code: str, ctype: str, body: bytes) -> None:
+    head = (
+        f"HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    writer.write(head.encode() + body)
+    await writer.drain()
+
+
+async def _discard(reader: asyncio.StreamReader, max_bytes: int) -> None:
+    """Read and drop up to `max_bytes` or until the client closes its side."""
+    while max_bytes > 0 and (chunk := await reader.read(min(max_bytes, 64 * 1024))):
+        max_bytes -= len(chunk)
