@@ -11,6 +11,7 @@ from zeropipe.config import (
     AsyncPipelineConfig,
     ConfigError,
     ExperimentConfig,
+    config_from_dict,
     dump_config,
     load_config,
 )
@@ -121,3 +122,78 @@ def test_another_types_option_in_an_old_file_that_is_not_its_default_is_refused(
     path.write_text(yaml.safe_dump(old))
     with pytest.raises(ConfigError, match=r"policy\.gumbel is an option of policy\.type gumbel_mu"):
         load_config(path)
+
+
+LIGHTZERO_KEYS = [
+    "observation_shape",
+    "action_space_size",
+    "n_episode",
+    "cuda",
+    "model_type",
+    "latent_state_dim",
+    "piecewise_decay_lr_scheduler",
+    "support_scale",
+    "self_supervised_learning_loss",
+    "random_collect_episode_num",
+    "env_type",
+    "mcts_ctree",
+]
+
+
+@pytest.mark.parametrize("key", LIGHTZERO_KEYS)
+def test_a_lightzero_name_is_answered_with_the_name_to_use(cfg_file, key):
+    for load in (
+        lambda: load_config(cfg_file, [f"policy.{key}=1"]),
+        lambda: config_from_dict({"env": {"env_id": "CartPole-v1"}, "policy": {key: 1}}),
+    ):
+        with pytest.raises(ConfigError) as info:
+            load()
+        message = str(info.value)
+        assert key in message and "LightZero's name: " in message and "\n" not in message
+        assert len(message) < 240
+
+
+@pytest.mark.parametrize(
+    ("overrides", "suggestion"),
+    [
+        (["policy.num_simulatons=3"], "did you mean 'num_simulations'?"),
+        (["env.collector_env_nm=3"], "did you mean 'collector_env_num'?"),
+        (["policy.model.latent_dm=3"], "did you mean 'latent_dim'?"),
+    ],
+)
+def test_a_typo_answers_with_a_suggestion_in_one_short_line(cfg_file, overrides, suggestion):
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg_file, overrides)
+    assert str(info.value).endswith(suggestion) and len(str(info.value)) < 120
+    key = overrides[0].split("=")[0]
+    raw = {"env": {"env_id": "CartPole-v1"}, "policy": {}}
+    node = raw
+    for part in key.split(".")[:-1]:
+        node = node.setdefault(part, {})
+    node[key.split(".")[-1]] = 3
+    with pytest.raises(ConfigError, match=suggestion.replace("?", r"\?")):
+        config_from_dict(raw)
+
+
+def test_a_key_given_twice_in_a_file_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("env: {env_id: CartPole-v1}\npolicy: {batch_size: 8}\npolicy: {td_steps: 3}\n")
+    with pytest.raises(ConfigError, match=r"duplicate key 'policy'.*line 3"):
+        load_config(path)
+
+
+def test_a_huge_offending_value_is_cut_short(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"env: {{env_id: CartPole-v1}}\nseed: '{'x' * 10_000}'\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "seed" in str(info.value) and len(str(info.value)) < 300
+
+
+def test_describe_shows_each_fields_description_and_changed_default(cfg_file):
+    from zeropipe.config.describe import describe_config
+
+    text = describe_config(load_config(cfg_file, ["policy.td_steps=7"]))
+    assert "  td_steps: 7  # n of the n-step value target (T). (default: 5)" in text
+    assert "  batch_size: 8  # Learner batch size. (default: 256)" in text
+    assert "    latent_dim: 128  # mlp: latent state size.\n" in text

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
+from zeropipe.config.describe import describe_config
 
 if TYPE_CHECKING:
     from zeropipe.pipeline.run_state import RunSummary
@@ -63,7 +64,12 @@ def _parser() -> argparse.ArgumentParser:
         help="serve GET /metrics (Prometheus) and GET /status (JSON) there while the async "
         "pipeline runs, e.g. 127.0.0.1:9100 (port 0: a free port, printed); off by default",
     )
-    sub.add_parser("config", parents=[common], help="print the resolved config")
+    config = sub.add_parser("config", parents=[common], help="print the resolved config")
+    config.add_argument(
+        "--describe",
+        action="store_true",
+        help="add each field's description (and its default where the value differs)",
+    )
     _add_eval_parser(sub)
     _add_plot_parser(sub)
     return parser
@@ -277,7 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "config":
-            sys.stdout.write(dump_config(load_config(args.config, args.overrides)))
+            cfg = load_checked(args.config, args.overrides)  # the env id too, as `train` does
+            sys.stdout.write(describe_config(cfg) if args.describe else dump_config(cfg))
             return EXIT_OK
         return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
     except ConfigError as exc:

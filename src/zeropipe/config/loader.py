@@ -7,19 +7,36 @@ error naming the YAML path, before anything is written to the run directory.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from zeropipe.config.experiment import ExperimentConfig
-from zeropipe.config.policy import DEFAULT_POLICY_TYPE, PolicyConfig, policy_config_class
+from zeropipe.config.names import fields_at, unknown_key_help
+from zeropipe.config.policy import DEFAULT_POLICY_TYPE
 
 
 class ConfigError(Exception):
     """A configuration that cannot be used; the message is one line naming the key and the fix."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (the safe loader keeps the
+    last silently: a second `policy:` section would drop the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentConfig:
@@ -38,7 +55,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -55,7 +72,7 @@ def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> ExperimentC
     try:
         return ExperimentConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {_describe(exc)}") from None
+        raise ConfigError(f"{source}: {_describe(exc, _policy_type(raw))}") from None
 
 
 def dump_config(cfg: ExperimentConfig) -> str:
@@ -85,47 +102,35 @@ def _apply_override(raw: dict[str, Any], item: str) -> None:
 
 def _policy_type(raw: dict[str, Any]) -> str:
     policy = raw.get("policy")
-    return (
-        str(policy.get("type", DEFAULT_POLICY_TYPE))
-        if isinstance(policy, dict)
-        else DEFAULT_POLICY_TYPE
-    )
+    if not isinstance(policy, dict):
+        return DEFAULT_POLICY_TYPE
+    return str(policy.get("type", DEFAULT_POLICY_TYPE))
 
 
-def _check_path(parts: Iterable[str], policy_type: str) -> None:
-    """Reject an override key that names no field, with the valid names at that level (the
-    `policy` section is the one of `policy_type`)."""
-    model: type[BaseModel] | None = ExperimentConfig
-    walked: list[str] = []
-    for part in parts:
-        if model is PolicyConfig:
-            try:
-                model = policy_config_class(policy_type)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-        if model is None:
+def _check_path(parts: list[str], policy_type: str) -> None:
+    """Reject an override key that names no field (the `policy` section is the one of
+    `policy_type`), with a suggestion."""
+    for depth, part in enumerate(parts):
+        valid = fields_at(parts[:depth], policy_type)
+        if valid is None:
+            where = ".".join(parts[:depth])
+            raise ConfigError(f"--set {'.'.join(parts)}: {where} has no sub-keys")
+        if part not in valid:
+            where = ".".join(parts[:depth]) or "the top level"
             raise ConfigError(
-                f"--set {'.'.join([*walked, part])}: {'.'.join(walked)} has no sub-keys"
+                f"--set {'.'.join(parts)}: unknown key {part!r} in {where}; "
+                f"{unknown_key_help(part, valid)}"
             )
-        fields = model.model_fields
-        if part not in fields:
-            where = ".".join(walked) or "the top level"
-            raise ConfigError(
-                f"--set {'.'.join([*walked, part])}: unknown key {part!r} in {where} "
-                f"(valid: {', '.join(fields)})"
-            )
-        walked.append(part)
-        annotation = fields[part].annotation
-        is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        model = annotation if is_model else None
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, policy_type: str) -> str:
     """First validation error as `key.path: what was wrong (got VALUE)`."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "config"
     if err["type"] == "extra_forbidden":
-        return f"unknown key {where!r} (check its spelling; `zeropipe config` lists valid keys)"
+        path = [str(p) for p in err["loc"]]
+        help_ = unknown_key_help(path[-1], fields_at(path[:-1], policy_type))
+        return f"unknown key {where!r}; {help_}"
     if err["type"] == "missing":
         return f"missing required key {where!r}"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""

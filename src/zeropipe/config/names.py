@@ -1,0 +1,68 @@
+"""Help with key names: LightZero's names that differ from ours, and "did you mean" for typos.
+
+Runs in: any (the loader's error messages). A LightZero user's config keys are answered with the
+name to use here, never silently renamed: several of them mean something slightly different.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from zeropipe.config.experiment import ExperimentConfig
+from zeropipe.config.policy import PolicyConfig, policy_config_class
+
+# LightZero key -> what to write instead (README: "Coming from LightZero").
+LIGHTZERO_NAMES: dict[str, str] = {
+    "observation_shape": "zeropipe reads it from env.env_id; remove it",
+    "action_space_size": "zeropipe reads it from env.env_id; remove it",
+    "image_channel": "zeropipe reads it from env.env_id (and env.gray_scale); remove it",
+    "frame_stack_num": "use env.frame_stack",
+    "n_episode": "use env.collector_env_num (envs stepped together; a collect returns "
+    "policy.num_segments segments)",
+    "cuda": "use policy.device: cuda",
+    "model_type": "use policy.model.kind (mlp | conv | auto); muzero_context and "
+    "muzero_rnn_full_obs are policy.type values here",
+    "latent_state_dim": "use policy.model.latent_dim",
+    "piecewise_decay_lr_scheduler": "use policy.lr_schedule: piecewise",
+    "lr_piecewise_constant_decay": "use policy.lr_schedule: piecewise",
+    "support_scale": "use policy.model.value_support_range and reward_support_range, "
+    "[-s, s + 1, 1] for support_scale s",
+    "self_supervised_learning_loss": "use policy.ssl_loss_weight (> 0 turns the loss on)",
+    "random_collect_episode_num": "zeropipe has no random-policy warm-up; "
+    "policy.train_start_after_envsteps delays training instead",
+    "env_type": "not needed: the env kind follows env.env_id; remove it",
+    "mcts_ctree": "not needed: zeropipe has one compiled batched search; remove it",
+    "categorical_distribution": "not needed: values and rewards are always categorical here",
+    "use_ture_chance_label_in_chance_encoder": "use policy.stochastic.use_true_chance_label",
+    "num_of_sampled_actions": "use policy.sampled.num_of_sampled_actions",
+}
+
+
+def fields_at(path: Sequence[str], policy_type: str) -> list[str] | None:
+    """The field names of the section at `path` (None: `path` is not a section)."""
+    model: type[BaseModel] = ExperimentConfig
+    for part in path:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+        if model is PolicyConfig:
+            try:
+                model = policy_config_class(policy_type)
+            except ValueError:
+                return None
+    return list(model.model_fields)
+
+
+def unknown_key_help(key: str, valid: Sequence[str] | None) -> str:
+    """One short clause after "unknown key X": LightZero's name, a close match, or a pointer."""
+    if key in LIGHTZERO_NAMES:
+        return f"LightZero's name: {LIGHTZERO_NAMES[key]}"
+    close = difflib.get_close_matches(key, valid or (), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return "`zeropipe config --describe CONFIG` lists the valid keys"
