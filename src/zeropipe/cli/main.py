@@ -124,7 +124,25 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
         raise ConfigError(f"env.env_id: {exc}") from None
     algorithm(cfg.policy.type)
     check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
+    _check_device(cfg)
     return cfg
+
+
+def _check_device(cfg: ExperimentConfig) -> None:
+    """A CUDA device (the learner's, or a worker's GPU share) needs a CUDA build and a GPU.
+
+    Raises:
+        ConfigError: naming the key and what this machine has.
+    """
+    import torch
+
+    ap = cfg.policy.async_pipeline
+    wants = cfg.policy.device.startswith("cuda") or ap.collector_num_gpus or ap.evaluator_num_gpus
+    if wants and not torch.cuda.is_available():
+        raise ConfigError(
+            f"policy.device: {cfg.policy.device!r} (or a worker's *_num_gpus share) needs a CUDA "
+            "GPU, and this torch sees none; use cpu"
+        )
 
 
 class _Terminated:

@@ -35,7 +35,12 @@ class ExperimentConfig(Section):
     exp_name: str = Field(
         "runs/experiment", description="Output directory, relative to the working directory."
     )
-    seed: int = Field(0, ge=0, description="Seed of every RNG in the run.")
+    seed: int = Field(
+        0,
+        ge=0,
+        lt=2**32,
+        description="Seed of every RNG in the run (below 2^32, numpy's and the envs' range).",
+    )
     max_env_step: int = Field(
         10_000_000, ge=1, description="Stop after this many collected env steps."
     )

@@ -58,6 +58,8 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a YAML text file (it is not UTF-8 text)") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {_one_line(str(exc))}") from None
     if not isinstance(raw, dict):

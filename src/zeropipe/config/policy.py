@@ -24,6 +24,9 @@ from zeropipe.config.section import Section
 # cannot import it statically (algos imports config); the first look-up imports it by name.
 BUILTIN_TYPES_MODULE = "zeropipe.algos.registry"
 DEFAULT_POLICY_TYPE = "muzero"
+# A search tree holds num_simulations + 1 nodes per root in arrays [B, N, A]: far past the
+# reference's largest setting (800) they only exhaust memory.
+MAX_SIMULATIONS = 100_000
 
 _SECTIONS: dict[str, type[PolicyConfig]] = {}
 
@@ -53,7 +56,11 @@ class PolicyConfig(Section):
     """
 
     type: str = Field(DEFAULT_POLICY_TYPE, description="Policy type; see DESIGN §3 for all ten.")
-    device: str = Field("cpu", description="Torch device of the learner ('cpu', 'cuda').")
+    device: str = Field(
+        "cpu",
+        pattern=r"^(cpu|cuda(:\d+)?|mps)$",
+        description="Torch device of the learner: 'cpu', 'cuda' or 'cuda:N', 'mps'.",
+    )
     root_visit_value: Literal["zero", "network"] = Field(
         "zero",
         description="What the search root's initial visit adds to its value sum: 'zero' "
@@ -85,12 +92,20 @@ class PolicyConfig(Section):
     )
     model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
     # search
-    num_simulations: int = Field(25, ge=1, description="MCTS simulations per collect step.")
+    num_simulations: int = Field(
+        25, ge=1, le=MAX_SIMULATIONS, description="MCTS simulations per collect step."
+    )
     eval_num_simulations: int | None = Field(
-        None, ge=1, description="Simulations per eval step (None: num_simulations)."
+        None,
+        ge=1,
+        le=MAX_SIMULATIONS,
+        description="Simulations per eval step (None: num_simulations).",
     )
     reanalyze_num_simulations: int | None = Field(
-        None, ge=1, description="Simulations per reanalysis root (None: num_simulations)."
+        None,
+        ge=1,
+        le=MAX_SIMULATIONS,
+        description="Simulations per reanalysis root (None: num_simulations).",
     )
     discount_factor: float = Field(0.997, gt=0.0, le=1.0, description="Discount γ.")
     pb_c_base: float = Field(19652.0, gt=0.0, description="PUCT c_base (MuZero app. B).")
@@ -194,7 +209,10 @@ class PolicyConfig(Section):
     def _the_types_section(cls, data: Any, handler):
         """A mapping validated as the base class becomes the section of its `type`."""
         if cls is PolicyConfig and isinstance(data, dict):
-            section = policy_config_class(str(data.get("type", DEFAULT_POLICY_TYPE)))
+            name = data.get("type", DEFAULT_POLICY_TYPE)
+            if not isinstance(name, str):
+                raise ValueError(f"policy.type must be one type name, e.g. muzero (got {name!r})")
+            section = policy_config_class(name)
             if section is not PolicyConfig:
                 others = [(n, s) for n, s in _SECTIONS.items() if s is not section]
                 name = section.model_fields["type"].default

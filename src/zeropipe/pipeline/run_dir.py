@@ -28,6 +28,7 @@ import json
 import logging
 import math
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,6 +104,8 @@ def check_run_dir(cfg: ExperimentConfig, resume: bool) -> None:
         RunDirExists: a new run (not `resume`) was pointed at a non-empty directory.
     """
     root = Path(cfg.exp_name)
+    if not resume and not root.exists():
+        _check_creatable(root)
     if resume or not root.exists():
         return
     if not root.is_dir():
@@ -115,6 +118,26 @@ def check_run_dir(cfg: ExperimentConfig, resume: bool) -> None:
             "overwrites one: pass --resume to continue it, or choose another directory with "
             "--set exp_name=DIR"
         )
+
+
+def _check_creatable(root: Path) -> None:
+    """The run directory can be made: a directory can be created (and is at once removed) in its
+    nearest existing parent. A probe rather than permission bits: root passes every access
+    check, yet cannot create anything under /proc or on a read-only mount.
+
+    Raises:
+        ConfigError: naming exp_name and why it cannot be created.
+    """
+    parent = root.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".zeropipe-probe-", dir=parent))
+    except OSError as exc:
+        raise ConfigError(
+            f"exp_name {str(root)!r} cannot be created in {parent}: {exc.strerror}; choose "
+            "another directory with --set exp_name=DIR"
+        ) from None
 
 
 class RunDir:
