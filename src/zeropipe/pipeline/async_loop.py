@@ -41,7 +41,7 @@ from zeropipe.transport import (
     TransportError,
     WorkerError,
 )
-from zeropipe.workers.evaluator import EvalResult as EvalOutcome
+from zeropipe.workers.evaluator import EvalOutcome
 from zeropipe.workers.wire import segments_from_wire
 
 log = logging.getLogger("zeropipe.driver")

@@ -21,14 +21,14 @@ import asyncio
 import importlib.util
 import logging
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import CollectRequest, EvalRequest, ParamLayout, SnapshotRef
+from zeropipe.workers.request_server import Role
 
-Role = Literal["collector", "evaluator"]
 RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
 
 
@@ -44,7 +44,6 @@ class WorkerHandle:
     seed: int = 0  # the config seed of the current start
     restarts: int = 0
     busy_s: float = 0.0
-    started_at: float = field(default=0.0)
 
     @property
     def name(self) -> str:

@@ -27,7 +27,7 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.training import Trainer
-from zeropipe.workers.evaluator import EvalResult
+from zeropipe.workers.evaluator import EvalOutcome
 
 log = logging.getLogger("zeropipe.driver")
 
@@ -114,7 +114,7 @@ class RunState:
         elif self.envstep >= self.cfg.max_env_step:
             self.stop_reason = "max_env_step"
 
-    def record_eval(self, result: EvalResult, model_state: dict[str, torch.Tensor]) -> bool:
+    def record_eval(self, result: EvalOutcome, model_state: dict[str, torch.Tensor]) -> bool:
         """Log an eval; save a new best as that exact snapshot; stop at the stop value."""
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
