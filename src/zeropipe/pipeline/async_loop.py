@@ -26,13 +26,12 @@ import torch
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_launch import LaunchRules, PendingEval
-from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
+from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.schedule import learner_threads
-from zeropipe.pipeline.supervisor import RestartWindow
 from zeropipe.transport import (
     Bye,
     CollectResult,
