@@ -11,35 +11,17 @@ import time
 
 import torch
 
-from zeropipe.algos.acting import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
-from zeropipe.pipeline.schedule import should_eval
+from zeropipe.pipeline.schedule import collect_params, needs_final_eval, should_eval
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
 
 log = logging.getLogger("zeropipe.driver")
-
-
-def collect_kwargs(cfg: ExperimentConfig, train_iter: int, envstep: int) -> dict[str, float]:
-    """Temperature and epsilon of the next collect (reference `_collect_kwargs`)."""
-    p = cfg.policy
-    e = p.eps
-    return {
-        "temperature": visit_temperature(
-            p.fixed_temperature_value,
-            p.manual_temperature_decay,
-            p.threshold_training_steps_for_final_temperature,
-            train_iter,
-        ),
-        "epsilon": epsilon_at(
-            e.eps_greedy_exploration_in_collect, e.type, e.start, e.end, e.decay, envstep
-        ),
-    }
 
 
 def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
@@ -98,7 +80,8 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
             if state.stop_reason:
                 break
         collector.load_weights(learner.network.state_dict(), state.train_iter)
-        result = collector.collect(**collect_kwargs(cfg, state.train_iter, state.envstep))
+        params = collect_params(cfg, state.train_iter, state.envstep)
+        result = collector.collect(params.temperature, params.epsilon)
         state.absorb_collect(
             result.segments,
             result.envstep_delta,
@@ -141,8 +124,6 @@ def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> 
 
 
 def _final_eval(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
-    """Score the final weights unless they were just evaluated."""
-    if state.stop_reason in ("max_env_step", "max_train_iter") and (
-        state.last_eval_iter != state.train_iter or state.last_reward is None
-    ):
+    """Score the final weights unless they were scored already (schedule.needs_final_eval)."""
+    if needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
         _evaluate(state, evaluator, progress)
