@@ -31,6 +31,7 @@ from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
+from zeropipe.pipeline.runner import learner_step
 from zeropipe.pipeline.schedule import learner_threads, needs_final_eval
 from zeropipe.transport import (
     Bye,
@@ -40,6 +41,7 @@ from zeropipe.transport import (
     TransportError,
     WorkerError,
 )
+from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
 from zeropipe.workers.wire import segments_from_wire
 
@@ -141,15 +143,11 @@ class AsyncRun:
         return collecting + self.launcher.inflight("evaluator") * ap.evaluator_num_cpus
 
     def _learner_step(self, threads: int) -> None:
-        """One learner step on `threads` torch threads and what follows it: periodic save,
-        train/buffer lines (heavy)."""
+        """One learner step on `threads` torch threads (runner.learner_step: periodic save,
+        train line) and the buffer line when due (heavy)."""
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-        trainer = self.trainer
-        trainer.step()
-        self.state.save_periodic()
-        if not trainer.budgets or trainer.budgets[0].progress == 0:
-            self._log_train()
+        learner_step(self.state)
         if self.state.train_iter % self.ap.buffer_stats_interval == 0:
             self._log_buffer()
 
@@ -202,15 +200,17 @@ class AsyncRun:
         segments = segments_from_wire(
             msg.segments, f"collect_result {msg.request_id} from {worker}"
         )
-        wall_s = state.wall_s()
+        outcome = CollectOutcome(
+            segments=segments,
+            envstep_delta=msg.envstep_delta,
+            policy_version=msg.policy_version,
+            episode_returns=list(msg.episode_returns),
+            duration_s=msg.duration_s,
+        )
         state.absorb_collect(
-            segments,
-            msg.envstep_delta,
-            msg.policy_version,
-            msg.duration_s,
-            list(msg.episode_returns),
+            outcome,
             worker=worker,
-            worker_busy_fraction=busy_s / wall_s,
+            worker_busy_fraction=busy_s / state.wall_s(),
             launch_train_iter=launch_iter,
         )
 
@@ -265,17 +265,4 @@ class AsyncRun:
             segments=buffer.num_segments,
             nbytes=buffer.nbytes(),
             snapshot_publish_s_total=self.launcher.publish_s,
-        )
-
-    def _log_train(self) -> None:
-        state = self.state
-        state.run.metrics.log(
-            "train",
-            state.envstep,
-            state.train_iter,
-            **self.trainer.stats.flush(),
-            learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
-            learner_threads=torch.get_num_threads(),  # of this step (heavy thread)
-            budget_queue_len=len(self.trainer.budgets),
-            buffer_transitions=self.trainer.buffer.num_transitions,
         )
