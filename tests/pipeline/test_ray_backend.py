@@ -14,8 +14,8 @@ from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
 from zeropipe.pipeline.async_driver import check_async_options, train_async
+from zeropipe.pipeline.backend import spawn_seed
 from zeropipe.pipeline.ray_backend import RayWeightStore, actor_name
-from zeropipe.pipeline.supervisor import spawn_seed
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 pytestmark = [pytest.mark.usefixtures("no_leaks", "no_ray_leaks")]

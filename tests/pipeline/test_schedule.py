@@ -6,6 +6,7 @@ import pytest
 
 from zeropipe.pipeline.schedule import (
     is_trainable,
+    needs_final_eval,
     reanalyze_interval,
     reanalyze_period,
     should_eval,
@@ -19,6 +20,23 @@ from zeropipe.pipeline.schedule import (
 )
 def test_eval_gate(train_iter, last, freq, expected):
     assert should_eval(train_iter, last, freq) is expected
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "last_eval_version", "train_iter", "expected"),
+    [
+        ("max_env_step", None, 0, True),  # never evaluated, not even at train_iter 0
+        ("max_env_step", 90, 100, True),
+        ("max_env_step", 100, 100, False),  # these exact weights were scored
+        ("max_train_iter", 99, 100, True),
+        ("max_train_iter", 100, 100, False),
+        ("stop_value", 90, 100, False),  # the eval that stopped the run is the last word
+        ("cancelled", 90, 100, False),
+        (None, 90, 100, False),  # an error ended the run
+    ],
+)
+def test_final_eval_rule(stop_reason, last_eval_version, train_iter, expected):
+    assert needs_final_eval(stop_reason, last_eval_version, train_iter) is expected
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.supervisor import RestartWindow, spawn_seed
+from zeropipe.pipeline.backend import RestartWindow, spawn_seed
 from zeropipe.transport import DriverEndpoint, EvalRequest, WorkerGone
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]

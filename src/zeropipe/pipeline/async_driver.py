@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 # tensorboardX and torch._dynamo are imported with this module, not at first use: building the
@@ -35,16 +34,15 @@ import torch._dynamo
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
-from zeropipe.pipeline.backend import WeightStore, WorkerBackend, check_backend, open_backend
-from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.backend import WeightStore, WorkerBackend
+from zeropipe.pipeline.backends import check_backend, open_backend
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.runner import close_run, finish_training, open_run
 from zeropipe.pipeline.schedule import learner_threads
 from zeropipe.pipeline.status import RunMonitor
-from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import ParamLayout
 
 log = logging.getLogger("zeropipe.driver")
@@ -78,30 +76,16 @@ async def train_async(
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
     check_async_options(cfg)
-    check_run_dir(cfg, resume)  # fail before anything is written
     threads = learner_threads(cfg, busy_cpus=None)
     torch.set_num_threads(threads)
     heavy = HeavyThread(threads)
+    listeners = [monitor.bus.publish] if monitor is not None else []
     try:
         # Building the learner (and reading a checkpoint) is heavy work too.
-        state, cancelled = await heavy.settle(_prepare, cfg, resume, monitor)
+        (state, _), cancelled = await heavy.settle(open_run, cfg, resume, threads, listeners)
         return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)
     finally:
         heavy.close()
-
-
-def _prepare(cfg: ExperimentConfig, resume: bool, monitor: RunMonitor | None) -> RunState:
-    """Components, run directory and (resuming) the restored state; on the heavy thread."""
-    loaded = load_latest(cfg.exp_name) if resume else None
-    comps = build_driver(cfg)
-    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
-    run = RunDir(cfg, resume=resume)
-    if monitor is not None:
-        run.metrics.listeners.append(monitor.bus.publish)
-    state = RunState(cfg, run, trainer)
-    if loaded is not None:
-        state.restore_latest(loaded)
-    return state
 
 
 async def _drive(
@@ -113,9 +97,7 @@ async def _drive(
     monitor: RunMonitor | None,
 ) -> RunSummary:
     """Start the workers, run the loop, and on any exit: final checkpoint, shutdown, stop line."""
-    start = time.monotonic()
     ap = cfg.policy.async_pipeline
-    run = state.run
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
     layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
     inbox: asyncio.Queue = asyncio.Queue()
@@ -137,12 +119,7 @@ async def _drive(
         try:
             await _shutdown(pool, publisher, ap.shutdown_timeout_s)
         finally:
-            summary = state.summary(time.monotonic() - start)
-            run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
-            run.close()
-            if progress is not None:
-                progress.update(state.envstep, state.train_iter, force=True)
-                progress.close()
+            summary = close_run(state, progress)
     if late_cancel:
         raise asyncio.CancelledError
     if ckpt_error is not None:
@@ -153,7 +130,7 @@ async def _drive(
 def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | None:
     if cancelled:
         state.stop_reason = state.stop_reason or "cancelled"
-    return state.final_checkpoint()
+    return finish_training(state)
 
 
 def worker_states(pool: WorkerBackend) -> dict[str, dict[str, Any]]:
@@ -174,7 +151,7 @@ def check_async_options(cfg: ExperimentConfig) -> None:
     """Reject async settings this machine or build cannot honour, naming the field.
 
     Raises:
-        ConfigError: backend settings that cannot be honoured (backend.check_backend), or a
+        ConfigError: backend settings that cannot be honoured (backends.check_backend), or a
             GPU share without a CUDA device.
     """
     check_backend(cfg)

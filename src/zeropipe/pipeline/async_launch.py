@@ -1,8 +1,9 @@
 """The async driver's launch rules: collects under backpressure, evals by the gate, snapshots.
 
 Runs in: driver (event-loop thread; copying weights into a snapshot runs on the driver's heavy
-thread, awaited). A mixin of `AsyncRun` (async_loop.py), split out by concept: what to launch,
-when, and which snapshot it gets (DESIGN §5: weight sync, backpressure, eval).
+thread, awaited). `AsyncRun` (async_loop.py) holds one `Launcher`: what to launch, when, and which
+snapshot it gets (DESIGN §5: weight sync, backpressure, eval), and the bookkeeping of the requests
+in flight, which a reply or a worker's death settles.
 """
 
 from __future__ import annotations
@@ -15,18 +16,17 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from zeropipe.pipeline.backend import WorkerHandle
+from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.run_state import clone_state
-from zeropipe.pipeline.schedule import should_eval, should_publish
-from zeropipe.pipeline.sync import collect_kwargs
+from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError
+from zeropipe.workers.request_server import Role
 
 if TYPE_CHECKING:
-    from zeropipe.config import AsyncPipelineConfig, ExperimentConfig
-    from zeropipe.pipeline.backend import WeightStore, WorkerBackend
+    from zeropipe.config import ExperimentConfig
+    from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
     from zeropipe.pipeline.heavy_thread import HeavyThread
     from zeropipe.pipeline.run_state import RunState
-    from zeropipe.pipeline.training import Trainer
 
 
 @dataclass(frozen=True)
@@ -37,62 +37,83 @@ class PendingEval:
     previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
 
 
-class LaunchRules:
-    """Launches of collect and eval requests, and the snapshots they name."""
+class Launcher:
+    """Launches of collect and eval requests, the snapshots they name, and their bookkeeping.
 
-    cfg: ExperimentConfig
-    ap: AsyncPipelineConfig
-    state: RunState
-    trainer: Trainer
-    pool: WorkerBackend
-    publisher: WeightStore
-    heavy: HeavyThread
-    request_ids: itertools.count
-    last_published: int | None
-    pending_evals: dict[int, PendingEval]
-    collect_launch_iter: dict[int, int]
-    publish_s: float
+    Args:
+        cfg: the experiment config.
+        state: the run's counters (read; `last_eval_iter` is the eval gate it moves).
+        pool: the worker backend requests are submitted to.
+        publisher: the weight store snapshots are published to and leased from.
+        heavy: the driver's heavy thread (snapshots are copied there).
+        on_send_failed: called with the worker and the error when a request cannot be sent
+            (the request is forgotten first); the driver restarts the worker.
+    """
 
-    _on_worker_gone: Callable[[WorkerHandle, Exception], None]  # AsyncRun's fault handling
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        state: RunState,
+        pool: WorkerBackend,
+        publisher: WeightStore,
+        heavy: HeavyThread,
+        on_send_failed: Callable[[WorkerHandle, Exception], None],
+    ) -> None:
+        self.cfg = cfg
+        self.ap = cfg.policy.async_pipeline
+        self.state = state
+        self.pool = pool
+        self.publisher = publisher
+        self.heavy = heavy
+        self.on_send_failed = on_send_failed
+        self.request_ids = itertools.count()
+        self.last_published: int | None = None
+        self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
+        self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
+        self.publish_s = 0.0  # seconds spent publishing snapshots
 
-    def _inflight(self, role: str) -> int:
+    def inflight(self, role: Role) -> int:
+        """Requests in flight on the workers of `role`."""
         return sum(1 for w in self.pool.of_role(role) if w.request is not None)
 
-    async def _maybe_launch_collects(self) -> None:
+    # ------------------------------------------------------------- launches
+    async def launch_collects(self) -> None:
+        """Send collect requests to idle collectors while the caps and backpressure allow."""
         state = self.state
         if state.stop_reason or state.envstep >= self.cfg.max_env_step:
             return
+        trainer = state.trainer
         cap = self.ap.resolved_max_train_budget_queue_size
         for handle in self.pool.of_role("collector"):
-            inflight = self._inflight("collector")
+            inflight = self.inflight("collector")
             if inflight >= self.ap.resolved_max_collect_inflight:
                 return
             # Backpressure, only once training can consume the budgets. A collect in flight
             # will bring one more budget, so it counts: the queue then never exceeds its cap.
-            if len(self.trainer.budgets) + inflight >= cap and self.trainer.trainable(
-                state.envstep
-            ):
+            if len(trainer.budgets) + inflight >= cap and trainer.trainable(state.envstep):
                 return
-            if handle.idle:
-                ref = await self._snapshot_for_collect()
-                kwargs = collect_kwargs(self.cfg, state.train_iter, state.envstep)
-                rid = await self._send(
-                    handle,
-                    ref,
-                    lambda rid, ref=ref, kw=kwargs: CollectRequest(
-                        rid, ref, state.train_iter, state.envstep, kw["temperature"], kw["epsilon"]
-                    ),
-                    on_register=lambda rid: self.collect_launch_iter.__setitem__(
-                        rid, state.train_iter
-                    ),
-                )
-                if rid is None:
-                    return  # the worker is gone; the next turn tries again
+            if handle.idle and not await self._launch_collect(handle):
+                return  # the worker is gone; the next turn tries again
 
-    async def _maybe_launch_eval(self, final: bool = False) -> None:
+    async def _launch_collect(self, handle: WorkerHandle) -> bool:
+        state = self.state
+        ref = await self._snapshot_for_collect()
+        params = collect_params(self.cfg, state.train_iter, state.envstep)
+        request = CollectRequest(
+            next(self.request_ids),
+            ref,
+            state.train_iter,
+            state.envstep,
+            params.temperature,
+            params.epsilon,
+        )
+        self.collect_launch_iter[request.request_id] = state.train_iter
+        return await self._send(handle, request)
+
+    async def launch_eval(self, final: bool = False) -> None:
         """Launch an eval when the gate says so (or, `final`, of the last weights)."""
         state = self.state
-        if self._inflight("evaluator") >= self.ap.max_eval_inflight:
+        if self.inflight("evaluator") >= self.ap.max_eval_inflight:
             return
         if not final and (
             state.stop_reason
@@ -102,33 +123,60 @@ class LaunchRules:
         idle = [w for w in self.pool.of_role("evaluator") if w.idle]
         if not idle:
             return
-        weights = await self.heavy.run(clone_state, self.trainer.learner.network)
+        weights = await self.heavy.run(clone_state, state.trainer.learner.network)
         pending = PendingEval(weights, state.last_eval_iter)
         state.last_eval_iter = state.train_iter
         ref = await self._publish(force=True, reason="eval")
-        await self._send(
-            idle[0],
-            ref,
-            lambda rid: EvalRequest(rid, ref, state.train_iter, state.envstep),
-            on_register=lambda rid: self.pending_evals.__setitem__(rid, pending),
-        )
+        request = EvalRequest(next(self.request_ids), ref, state.train_iter, state.envstep)
+        self.pending_evals[request.request_id] = pending
+        await self._send(idle[0], request)
 
-    async def _send(self, handle: WorkerHandle, ref: SnapshotRef, make, on_register) -> int | None:
-        """Send a request; all its state is registered first so a failure can undo all of it.
+    async def _send(self, handle: WorkerHandle, request: CollectRequest | EvalRequest) -> bool:
+        """Send a registered request; on failure, forget it and report the worker gone.
 
         Returns:
-            The request id, or None when the send failed (the worker is being replaced).
+            Whether it was sent (False: the worker is being replaced).
         """
-        request_id = next(self.request_ids)
-        self.publisher.acquire(ref)
-        handle.request = (request_id, ref)
-        on_register(request_id)
+        self.publisher.acquire(request.snapshot)
+        handle.request = (request.request_id, request.snapshot)
         try:
-            await self.pool.submit(handle, make(request_id))
+            await self.pool.submit(handle, request)
         except TransportError as exc:
-            self._on_worker_gone(handle, exc)
-            return None
-        return request_id
+            self.on_send_failed(handle, exc)
+            return False
+        return True
+
+    # ------------------------------------------------------------- replies
+    def finish(self, handle: WorkerHandle, request_id: int) -> None:
+        """The worker answered `request_id`: return its lease, the worker is free again.
+
+        Raises:
+            WorkerFailed: the worker was not given that request.
+        """
+        if handle.request is None or handle.request[0] != request_id:
+            raise WorkerFailed(f"{handle.name} answered request {request_id} it was not given")
+        self.publisher.release(handle.request[1])
+        handle.request = None
+
+    def collect_done(self, request_id: int) -> int:
+        """The train_iter at which a finished collect was launched."""
+        return self.collect_launch_iter.pop(request_id)
+
+    def eval_done(self, request_id: int) -> dict[str, torch.Tensor]:
+        """The exact weights a finished eval scored."""
+        return self.pending_evals.pop(request_id).snapshot
+
+    def forget(self, handle: WorkerHandle) -> None:
+        """The worker is gone: drop its request; a lost eval re-opens the eval gate."""
+        if handle.request is None:
+            return
+        request_id, ref = handle.request
+        self.publisher.release(ref)
+        self.collect_launch_iter.pop(request_id, None)
+        lost = self.pending_evals.pop(request_id, None)
+        if lost is not None:
+            self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
+        handle.request = None
 
     # ------------------------------------------------------------- snapshots
     async def _snapshot_for_collect(self) -> SnapshotRef:
@@ -148,7 +196,7 @@ class LaunchRules:
     def _publish_now(self, version: int, reason: str) -> SnapshotRef:
         """Copy the learner's weights into a new snapshot (heavy thread)."""
         start = time.perf_counter()
-        ref = self.publisher.publish(version, self.trainer.learner.network.state_dict())
+        ref = self.publisher.publish(version, self.state.trainer.learner.network.state_dict())
         elapsed = time.perf_counter() - start
         self.publish_s += elapsed
         self.last_published = version

@@ -5,34 +5,34 @@ priority and reanalysis write-back), segment decode and push, evals' best checkp
 `ckpt_latest` checkpoints — runs on the driver's one heavy thread (heavy_thread.py), one job at a
 time, each awaited: the loop yields between the learner steps of a chunk, and the buffer and
 learner are touched only by the driver (on that thread while a job runs, here between jobs).
-Launches and snapshots: async_launch.py. Workers and weights are reached through the backend seam
-(backend.py), so these rules hold for every backend.
+Launches, snapshots and the requests in flight: the run's `Launcher` (async_launch.py). Workers
+and weights are reached through the backend seam (backend.py), so these rules hold for every
+backend.
 
 Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
 snapshot lease is released, an eval it was running is forgotten and the eval gate re-opens — and
 is replaced without blocking the loop (the learner keeps training while the replacement starts).
-Restarts are limited per worker within `restart_window_s`. The final eval of the last weights
-always happens when an evaluator exists: the run ends only once an eval of version ==
-`train_iter` was recorded.
+Restarts are limited per worker within `restart_window_s`. The final eval follows the rule both
+pipelines share (schedule.needs_final_eval) whenever an evaluator exists: after a limit stop the
+run ends only once an eval of version == `train_iter` was recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 
 import torch
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.async_launch import LaunchRules, PendingEval
-from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
+from zeropipe.pipeline.async_launch import Launcher
+from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
-from zeropipe.pipeline.schedule import learner_threads
-from zeropipe.pipeline.supervisor import RestartWindow
+from zeropipe.pipeline.runner import learner_step
+from zeropipe.pipeline.schedule import learner_threads, needs_final_eval
 from zeropipe.transport import (
     Bye,
     CollectResult,
@@ -41,13 +41,14 @@ from zeropipe.transport import (
     TransportError,
     WorkerError,
 )
-from zeropipe.workers.evaluator import EvalResult as EvalOutcome
+from zeropipe.workers.collector import CollectOutcome
+from zeropipe.workers.evaluator import EvalOutcome
 from zeropipe.workers.wire import segments_from_wire
 
 log = logging.getLogger("zeropipe.driver")
 
 
-class AsyncRun(LaunchRules):
+class AsyncRun:
     """State and rules of one async run (DESIGN §5)."""
 
     def __init__(
@@ -65,19 +66,14 @@ class AsyncRun(LaunchRules):
         self.state = state
         self.trainer = state.trainer
         self.pool = pool
-        self.publisher = publisher
         self.inbox = inbox
         self.progress = progress
         self.heavy = heavy
-        self.request_ids = itertools.count()
-        self.last_published: int | None = None
-        self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
-        self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
+        self.launcher = Launcher(cfg, state, pool, publisher, heavy, self._on_worker_gone)
         self.restart_windows = {
             w.name: RestartWindow(self.ap.max_restarts_per_window, self.ap.restart_window_s)
             for w in pool.workers
         }
-        self.publish_s = 0.0
         if self.ap.eval_at_start:
             state.last_eval_iter = -cfg.policy.eval_freq
 
@@ -86,8 +82,8 @@ class AsyncRun(LaunchRules):
         """Run until a stop rule fires."""
         while True:
             await self._handle_messages(timeout_s=0.0)
-            await self._maybe_launch_eval()
-            await self._maybe_launch_collects()
+            await self.launcher.launch_eval()
+            await self.launcher.launch_collects()
             trained = await self._train_chunk()
             self.state.check_limits()
             await self.heavy.run(self.state.maybe_checkpoint)
@@ -108,21 +104,21 @@ class AsyncRun(LaunchRules):
         if state.envstep < self.cfg.max_env_step:
             return False
         # Env steps are spent: finish the owed budgets (as sync does), then stop.
-        if self._inflight("collector"):
+        if self.launcher.inflight("collector"):
             return False
         can_train = self.trainer.budgets and self.trainer.trainable(state.envstep)
         return not can_train
 
     async def _final_eval_done(self) -> bool:
-        """Score the final weights unless just evaluated (as sync does); True once done."""
+        """The final eval (schedule.needs_final_eval, as in sync) is done; launch it if due."""
         state = self.state
         if state.stop_reason == "stop_value" or not self.pool.of_role("evaluator"):
+            return True  # nothing left to score, or nothing to score it with
+        if self.launcher.pending_evals:
+            return False  # wait for evaluations in flight: one may be of the last weights
+        if not needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
             return True
-        if self.pending_evals:
-            return False  # wait for evaluations in flight
-        if state.last_eval_version == state.train_iter:
-            return True  # the last weights were scored (a lost eval does not count)
-        await self._maybe_launch_eval(final=True)
+        await self.launcher.launch_eval(final=True)
         return False
 
     async def _train_chunk(self) -> int:
@@ -137,25 +133,21 @@ class AsyncRun(LaunchRules):
             await self.heavy.run(self._learner_step, learner_threads(self.cfg, self._busy_cpus()))
             trained += 1
             await self._handle_messages(timeout_s=0.0)
-            await self._maybe_launch_eval()
+            await self.launcher.launch_eval()
         return trained
 
     def _busy_cpus(self) -> int:
         """Threads of the workers that have a request in flight (they compete for the cores)."""
         ap = self.ap
-        collecting = self._inflight("collector") * ap.collector_num_cpus
-        return collecting + self._inflight("evaluator") * ap.evaluator_num_cpus
+        collecting = self.launcher.inflight("collector") * ap.collector_num_cpus
+        return collecting + self.launcher.inflight("evaluator") * ap.evaluator_num_cpus
 
     def _learner_step(self, threads: int) -> None:
-        """One learner step on `threads` torch threads and what follows it: periodic save,
-        train/buffer lines (heavy)."""
+        """One learner step on `threads` torch threads (runner.learner_step: periodic save,
+        train line) and the buffer line when due (heavy)."""
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
-        trainer = self.trainer
-        trainer.step()
-        self.state.save_periodic()
-        if not trainer.budgets or trainer.budgets[0].progress == 0:
-            self._log_train()
+        learner_step(self.state)
         if self.state.train_iter % self.ap.buffer_stats_interval == 0:
             self._log_buffer()
 
@@ -196,15 +188,9 @@ class AsyncRun(LaunchRules):
         elif not isinstance(msg, Bye):
             raise WorkerFailed(f"{handle.name} sent an unexpected {type(msg).__name__}")
 
-    def _finish_request(self, handle: WorkerHandle, request_id: int) -> None:
-        if handle.request is None or handle.request[0] != request_id:
-            raise WorkerFailed(f"{handle.name} answered request {request_id} it was not given")
-        self.publisher.release(handle.request[1])
-        handle.request = None
-
     async def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
-        self._finish_request(handle, msg.request_id)
-        launch_iter = self.collect_launch_iter.pop(msg.request_id)
+        self.launcher.finish(handle, msg.request_id)
+        launch_iter = self.launcher.collect_done(msg.request_id)
         handle.busy_s += msg.busy_s
         await self.heavy.run(self._absorb, handle.name, handle.busy_s, msg, launch_iter)
 
@@ -214,21 +200,23 @@ class AsyncRun(LaunchRules):
         segments = segments_from_wire(
             msg.segments, f"collect_result {msg.request_id} from {worker}"
         )
-        wall_s = state.wall_s()
+        outcome = CollectOutcome(
+            segments=segments,
+            envstep_delta=msg.envstep_delta,
+            policy_version=msg.policy_version,
+            episode_returns=list(msg.episode_returns),
+            duration_s=msg.duration_s,
+        )
         state.absorb_collect(
-            segments,
-            msg.envstep_delta,
-            msg.policy_version,
-            msg.duration_s,
-            list(msg.episode_returns),
+            outcome,
             worker=worker,
-            worker_busy_fraction=busy_s / wall_s,
+            worker_busy_fraction=busy_s / state.wall_s(),
             launch_train_iter=launch_iter,
         )
 
     async def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
-        self._finish_request(handle, msg.request_id)
-        snapshot = self.pending_evals.pop(msg.request_id).snapshot
+        self.launcher.finish(handle, msg.request_id)
+        snapshot = self.launcher.eval_done(msg.request_id)
         outcome = EvalOutcome(
             reward_mean=msg.reward_mean,
             episode_returns=list(msg.episode_returns),
@@ -248,14 +236,7 @@ class AsyncRun(LaunchRules):
         Raises:
             WorkerFailed: the worker used up its restarts within `restart_window_s`.
         """
-        if handle.request is not None:
-            request_id, ref = handle.request
-            self.publisher.release(ref)
-            self.collect_launch_iter.pop(request_id, None)
-            lost = self.pending_evals.pop(request_id, None)
-            if lost is not None:
-                self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
-            handle.request = None
+        self.launcher.forget(handle)
         window = self.restart_windows[handle.name]
         if not window.allow():
             raise WorkerFailed(
@@ -283,18 +264,5 @@ class AsyncRun(LaunchRules):
             transitions=buffer.num_transitions,
             segments=buffer.num_segments,
             nbytes=buffer.nbytes(),
-            snapshot_publish_s_total=self.publish_s,
-        )
-
-    def _log_train(self) -> None:
-        state = self.state
-        state.run.metrics.log(
-            "train",
-            state.envstep,
-            state.train_iter,
-            **self.trainer.stats.flush(),
-            learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
-            learner_threads=torch.get_num_threads(),  # of this step (heavy thread)
-            budget_queue_len=len(self.trainer.budgets),
-            buffer_transitions=self.trainer.buffer.num_transitions,
+            snapshot_publish_s_total=self.launcher.publish_s,
         )

@@ -12,24 +12,71 @@ written once against two small interfaces:
 
 ``process`` (worker processes, pipes, shared-memory snapshots: supervisor.py + transport) is the
 default; ``ray`` (Ray actors, Ray's object store: ray_backend.py) is the second. A new backend is
-one module and one entry in ``open_backend``, never a branch in the driver.
+one module and one entry in ``backends.open_backend``, never a branch in the driver.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from zeropipe.config import ConfigError, ExperimentConfig
+import numpy as np
+
+from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import CollectRequest, EvalRequest, ParamLayout, SnapshotRef
+from zeropipe.workers.request_server import Role, WorkerSpec, role_threads
 
-Role = Literal["collector", "evaluator"]
 RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
+HELLO_TIMEOUT_S = 120.0  # a worker imports torch and builds its envs before saying hello
+_ROLE_KEYS = {"collector": 0, "evaluator": 1}
+
+
+def spawn_seed(run_seed: int, role: Role, worker_id: int, generation: int) -> int:
+    """The `seed` a worker's config carries for one start (process or actor).
+
+    Generation 0 (the first start) keeps the run seed, so the first collectors and evaluators
+    are seeded exactly as in the sync pipeline (build.py adds the per-actor offsets). Every
+    replacement gets a fresh seed derived from (run seed, role, worker, generation), so a
+    restarted worker never replays its predecessor's episodes.
+    """
+    if generation == 0:
+        return run_seed
+    seq = np.random.SeedSequence(run_seed, spawn_key=(_ROLE_KEYS[role], worker_id, generation))
+    return int(seq.generate_state(1, np.uint32)[0]) // 2  # leaves room for build's offsets
+
+
+class RestartWindow:
+    """Restarts allowed per worker within a sliding time window.
+
+    Args:
+        max_restarts: restarts allowed within `window_s`.
+        window_s: window length in seconds.
+        clock: monotonic clock (tests pass their own).
+    """
+
+    def __init__(
+        self, max_restarts: int, window_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.max_restarts = max_restarts
+        self.window_s = window_s
+        self.clock = clock
+        self.times: deque[float] = deque()
+
+    def allow(self) -> bool:
+        """Record a restart now and return True, unless the window already holds the maximum."""
+        now = self.clock()
+        while self.times and now - self.times[0] >= self.window_s:
+            self.times.popleft()
+        if len(self.times) >= self.max_restarts:
+            return False
+        self.times.append(now)
+        return True
 
 
 @dataclass
@@ -43,8 +90,8 @@ class WorkerHandle:
     generation: int = 0  # starts so far minus one; inbox items carry it
     seed: int = 0  # the config seed of the current start
     restarts: int = 0
-    busy_s: float = 0.0
-    started_at: float = field(default=0.0)
+    busy_s: float = 0.0  # seconds its collects took (the driver adds each reply's busy_s)
+    starting: asyncio.Task | None = None  # the start of a replacement, while it runs
 
     @property
     def name(self) -> str:
@@ -93,17 +140,39 @@ class WorkerBackend(Protocol):
 
 
 class ReplacingWorkers:
-    """The restart rule both backends share: end the dead worker, start the next generation.
+    """What both backends share: the worker handles, each start's spec and seed, the restart rule.
 
     A backend provides `_end(handle)` (stop and forget the worker), `_create(handle)` (start a
-    fresh one for `handle.generation`, with its own seed) and `async _handshake(handle)` (wait for
-    its hello; raises WorkerFailed); `restart` returns at once and the handshake runs in a named
-    task, so the driver never blocks on a replacement. The handle is idle only once it said hello;
-    a failed start reaches the inbox as `WorkerStartFailed`, which the driver counts as a death.
+    fresh one for `handle.generation` from `_next_spec(handle)`) and `async _handshake(handle)`
+    (wait for its hello, at most `HELLO_TIMEOUT_S`; raises WorkerFailed); `restart` returns at
+    once and the handshake runs in a named task, so the driver never blocks on a replacement. The
+    handle is idle only once it said hello; a failed start reaches the inbox as
+    `WorkerStartFailed`, which the driver counts as a death.
+
+    Args:
+        cfg: the experiment config (`policy.async_pipeline` sizes the pool).
+        inbox: the driver's queue of `(handle, generation, message | exception)`.
+        handle_type: the backend's `WorkerHandle` subclass.
     """
 
-    inbox: asyncio.Queue
-    workers: list[Any]
+    def __init__(
+        self, cfg: ExperimentConfig, inbox: asyncio.Queue, handle_type: type[WorkerHandle]
+    ) -> None:
+        self.ap = ap = cfg.policy.async_pipeline
+        self.config = cfg.model_dump(mode="json")
+        self.inbox = inbox
+        self.workers: list[Any] = [
+            handle_type("collector", i) for i in range(ap.num_collector_actors)
+        ]
+        self.workers += [handle_type("evaluator", i) for i in range(ap.num_evaluator_actors)]
+
+    def _next_spec(self, handle: WorkerHandle) -> WorkerSpec:
+        """The spec of the handle's next start: the config with this generation's seed."""
+        handle.seed = spawn_seed(
+            int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
+        )
+        config = {**self.config, "seed": handle.seed}
+        return WorkerSpec(handle.role, handle.worker_id, config, role_threads(self.ap, handle.role))
 
     def of_role(self, role: Role) -> list[Any]:
         """The handles of one role."""
@@ -141,6 +210,8 @@ class ReplacingWorkers:
 class WeightStore(Protocol):
     """Published weight versions, each kept while a request holds a lease on it."""
 
+    layout: ParamLayout  # of every published version
+
     @property
     def latest(self) -> SnapshotRef | None:
         """The most recently published version, if any."""
@@ -156,65 +227,6 @@ class WeightStore(Protocol):
 
     def close(self) -> None:
         """Free everything (idempotent)."""
-
-
-def check_backend(cfg: ExperimentConfig) -> None:
-    """Reject backend settings that cannot be honoured, naming the field and the fix.
-
-    Raises:
-        ConfigError: Ray asked for without Ray installed; Ray options on the process backend;
-            `ray_local_mode` together with `ray_address`.
-    """
-    ap = cfg.policy.async_pipeline
-    if ap.backend == "process":
-        for name in ("ray_local_mode", "ray_address", "collector_resources", "evaluator_resources"):
-            if getattr(ap, name):
-                raise ConfigError(
-                    f"policy.async_pipeline.{name}: a Ray option, but the backend is 'process'; "
-                    "set policy.async_pipeline.backend: ray to run the workers as Ray actors"
-                )
-        return
-    if importlib.util.find_spec("ray") is None:
-        raise ConfigError(
-            "policy.async_pipeline.backend: 'ray' needs Ray, which is not installed: install "
-            f"zeropipe's ray extra ({RAY_INSTALL_HINT}), or use backend: process"
-        )
-    if ap.ray_local_mode and ap.ray_address:
-        raise ConfigError(
-            "policy.async_pipeline.ray_local_mode: local mode runs on this machine only; it "
-            "cannot join the cluster at policy.async_pipeline.ray_address (unset one of them)"
-        )
-
-
-def open_backend(
-    cfg: ExperimentConfig, layout: ParamLayout, inbox: asyncio.Queue
-) -> tuple[WorkerBackend, WeightStore]:
-    """The configured backend (not started yet) and its weight store.
-
-    Args:
-        cfg: the experiment config (`policy.async_pipeline.backend` picks the backend).
-        layout: the parameter layout of every published version.
-        inbox: the driver's queue of `(handle, generation, message | exception)`.
-    """
-    ap = cfg.policy.async_pipeline
-    if ap.backend == "ray":
-        from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore
-
-        store = RayWeightStore(layout)
-        return RayBackend(cfg, store, inbox), store
-    from zeropipe.pipeline.supervisor import WorkerPool
-    from zeropipe.transport import SnapshotPublisher
-
-    pool = WorkerPool(
-        cfg.model_dump(mode="json"),
-        layout,
-        ap.num_collector_actors,
-        ap.num_evaluator_actors,
-        ap.collector_num_cpus,
-        ap.evaluator_num_cpus,
-        inbox,
-    )
-    return pool, SnapshotPublisher(layout)
 
 
 async def wait_bounded(

@@ -60,8 +60,10 @@ class TrainEvent(RunEvent):
     learner_steps: int | None = None
     learner_steps_per_s: float | None = None
     learner_steps_per_busy_s: float | None = None
+    learner_threads: int | None = None
     budget_queue_len: int | None = None
     buffer_transitions: int | None = None
+    buffer_bytes_per_transition: float | None = None
 
 
 @dataclass(frozen=True)

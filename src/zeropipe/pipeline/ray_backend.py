@@ -13,9 +13,9 @@ actors' side is `workers/ray_actor.py`; the Ray connection is `ray_session.py`.
 - **Replies.** Each request is one actor call; a named task awaits its object reference on the
   driver's loop (never a blocking `ray.get`) and puts the reply, or the failure, in the inbox.
 - **Faults.** A call that fails because the actor died (`RayActorError` and friends) is reported
-  as `WorkerGone`, and the driver replaces the actor with the process backend's rules (restart
-  window, fresh seed per generation, `restart` event). An actor that dies while idle is found at
-  its next request. An exception inside the actor arrives as a `WorkerError` reply.
+  as `WorkerGone`, and the driver replaces the actor by the rules both backends share (backend.py:
+  restart window, fresh seed per generation, `restart` event). An actor that dies while idle is
+  found at its next request. An exception inside the actor arrives as a `WorkerError` reply.
 """
 
 from __future__ import annotations
@@ -29,10 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle, wait_bounded
+from zeropipe.pipeline.backend import (
+    HELLO_TIMEOUT_S,
+    ReplacingWorkers,
+    WorkerHandle,
+    wait_bounded,
+)
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.ray_session import RaySession
-from zeropipe.pipeline.supervisor import HELLO_TIMEOUT_S, spawn_seed
 from zeropipe.transport import (
     CollectRequest,
     EvalRequest,
@@ -44,7 +48,6 @@ from zeropipe.transport import (
     WorkerGone,
 )
 from zeropipe.workers.process import worker_environment
-from zeropipe.workers.request_server import WorkerSpec
 
 log = logging.getLogger("zeropipe.ray")
 
@@ -155,7 +158,6 @@ class RayHandle(WorkerHandle):
     node_id: str = ""  # the Ray node it was placed on (known once started)
     pid: int = 0
     call: asyncio.Task | None = None  # awaits the reply of the request in flight
-    starting: asyncio.Task | None = None  # the start of a replacement, while it runs
 
 
 class RayBackend(ReplacingWorkers):
@@ -168,14 +170,9 @@ class RayBackend(ReplacingWorkers):
     """
 
     def __init__(self, cfg: ExperimentConfig, store: RayWeightStore, inbox: asyncio.Queue) -> None:
-        ap = cfg.policy.async_pipeline
-        self.ap = ap
-        self.config = cfg.model_dump(mode="json")
+        super().__init__(cfg, inbox, RayHandle)
         self.store = store
-        self.inbox = inbox
-        self.session = RaySession(ap)
-        self.workers = [RayHandle("collector", i) for i in range(ap.num_collector_actors)]
-        self.workers += [RayHandle("evaluator", i) for i in range(ap.num_evaluator_actors)]
+        self.session = RaySession(self.ap)
 
     async def start(self) -> None:
         """Connect to Ray, create every actor and wait until each has said hello."""
@@ -227,13 +224,8 @@ class RayBackend(ReplacingWorkers):
 
         ap = self.ap
         collector = handle.role == "collector"
-        threads = ap.collector_num_cpus if collector else ap.evaluator_num_cpus
-        handle.seed = spawn_seed(
-            int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
-        )
-        spec = WorkerSpec(
-            handle.role, handle.worker_id, {**self.config, "seed": handle.seed}, threads
-        )
+        spec = self._next_spec(handle)
+        threads = spec.num_threads
         options = ray.remote(RayWorker).options(
             name=actor_name(os.getpid(), handle.name, handle.generation),
             num_cpus=threads,

@@ -27,7 +27,8 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.training import Trainer
-from zeropipe.workers.evaluator import EvalResult
+from zeropipe.workers.collector import CollectOutcome
+from zeropipe.workers.evaluator import EvalOutcome
 
 log = logging.getLogger("zeropipe.driver")
 
@@ -68,37 +69,36 @@ class RunState:
         """The learner's iteration counter."""
         return self.trainer.learner.train_iter
 
-    def absorb_collect(
-        self,
-        segments: list,
-        envstep_delta: int,
-        policy_version: int,
-        duration_s: float,
-        episode_returns: list[float],
-        **extra: Any,
-    ) -> None:
+    def absorb_collect(self, outcome: CollectOutcome, **worker_fields: Any) -> None:
         """A finished collect: count its env steps, push its segments, queue its train budget,
-        and log it (rates are over this process's run, so a resumed run starts them afresh)."""
-        self.envstep += envstep_delta
+        and log it (rates are over this process's run, so a resumed run starts them afresh).
+
+        Args:
+            outcome: what the collect returned (in-process, or decoded from a worker's reply).
+            worker_fields: more fields of the `collect` line (the async driver's worker name,
+                busy fraction and launch train_iter).
+        """
+        self.envstep += outcome.envstep_delta
         self.collects += 1
-        self.trainer.buffer.push(segments)
-        self.trainer.add_budget(train_budget(self.cfg.policy, segments), self.envstep)
+        self.trainer.buffer.push(outcome.segments)
+        self.trainer.add_budget(train_budget(self.cfg.policy, outcome.segments), self.envstep)
         wall_s = self.wall_s()
+        returns = outcome.episode_returns
         self.run.metrics.log(
             "collect",
             self.envstep,
             self.train_iter,
-            envstep_delta=envstep_delta,
-            policy_version=policy_version,
-            policy_lag=self.train_iter - policy_version,
-            segments=len(segments),
-            collect_duration_s=duration_s,
-            collect_envstep_per_s=envstep_delta / max(duration_s, 1e-9),
+            envstep_delta=outcome.envstep_delta,
+            policy_version=outcome.policy_version,
+            policy_lag=self.train_iter - outcome.policy_version,
+            segments=len(outcome.segments),
+            collect_duration_s=outcome.duration_s,
+            collect_envstep_per_s=outcome.envstep_delta / max(outcome.duration_s, 1e-9),
             envstep_per_s=(self.envstep - self.start_envstep) / wall_s,
             learner_steps_per_s=(self.train_iter - self.start_train_iter) / wall_s,
             budget_queue_len=len(self.trainer.budgets),
-            episode_return_mean=float(np.mean(episode_returns)) if episode_returns else None,
-            **extra,
+            episode_return_mean=float(np.mean(returns)) if returns else None,
+            **worker_fields,
         )
 
     def wall_s(self) -> float:
@@ -114,7 +114,7 @@ class RunState:
         elif self.envstep >= self.cfg.max_env_step:
             self.stop_reason = "max_env_step"
 
-    def record_eval(self, result: EvalResult, model_state: dict[str, torch.Tensor]) -> bool:
+    def record_eval(self, result: EvalOutcome, model_state: dict[str, torch.Tensor]) -> bool:
         """Log an eval; save a new best as that exact snapshot; stop at the stop value."""
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version

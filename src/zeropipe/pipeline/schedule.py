@@ -1,4 +1,5 @@
-"""Schedules shared by both pipelines: eval gate, train budgets, reanalysis timing, trainability.
+"""Schedules shared by both pipelines: eval gate, final eval, collect temperature and epsilon,
+train budgets, reanalysis timing, trainability, weight sync.
 
 Runs in: driver. Pure functions of counters, so the sync and async drivers apply the very same
 rules (lightzero_facts §0.4) and tests can check them as tables.
@@ -8,9 +9,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ExperimentConfig, PolicyConfig
+
+# The stops after which the last weights are scored (see needs_final_eval).
+FINAL_EVAL_STOPS = ("max_env_step", "max_train_iter")
+
+
+@dataclass(frozen=True)
+class CollectParams:
+    """How the next collect acts (the reference's `_collect_kwargs`)."""
+
+    temperature: float  # visit-count temperature of the action choice
+    epsilon: float  # probability of a uniform legal action instead
+
+
+def collect_params(cfg: ExperimentConfig, train_iter: int, envstep: int) -> CollectParams:
+    """Temperature (by train_iter) and epsilon (by env step) of the next collect."""
+    p = cfg.policy
+    e = p.eps
+    return CollectParams(
+        temperature=visit_temperature(
+            p.fixed_temperature_value,
+            p.manual_temperature_decay,
+            p.threshold_training_steps_for_final_temperature,
+            train_iter,
+        ),
+        epsilon=epsilon_at(
+            e.eps_greedy_exploration_in_collect, e.type, e.start, e.end, e.decay, envstep
+        ),
+    )
 
 
 def should_eval(train_iter: int, last_eval_iter: int, eval_freq: int) -> bool:
@@ -22,6 +53,24 @@ def should_eval(train_iter: int, last_eval_iter: int, eval_freq: int) -> bool:
     if train_iter == last_eval_iter:
         return False
     return not (train_iter - last_eval_iter < eval_freq and train_iter != 0)
+
+
+def needs_final_eval(
+    stop_reason: str | None, last_eval_version: int | None, train_iter: int
+) -> bool:
+    """Score the last weights before the run ends? (Both pipelines apply this one rule.)
+
+    Yes when the run stopped by a limit (`max_env_step`, `max_train_iter`) and no eval of version
+    `train_iter` was recorded. Not after `stop_value` (the eval that stopped the run is the last
+    word) nor after a cancellation or an error (the run must end now).
+
+    Why the recorded version and not the gate's `last_eval_iter`: the gate moves when an eval is
+    *launched*, and in the async pipeline an eval can be lost with its worker; only a recorded
+    eval of exactly these weights makes a new one redundant. `last_eval_version` is checkpointed,
+    so a resumed run that stops at once does not score the same weights twice (the sync pipeline
+    used to, as it keyed on `last_reward`, which a resume does not restore).
+    """
+    return stop_reason in FINAL_EVAL_STOPS and last_eval_version != train_iter
 
 
 def train_budget(cfg: PolicyConfig, segments: Sequence[GameSegment]) -> int:

@@ -11,7 +11,7 @@ last resort used on any exit path.
 Restarts never block the driver: `restart()` spawns the replacement and returns; its handshake
 runs in a named task, and the worker becomes `idle` (usable) only once it is done. A replacement
 that fails its handshake reports `WorkerStartFailed` through the inbox, which the driver counts as
-one more death. Every spawn gets its own seed from (run seed, role, worker, generation).
+one more death. Every spawn gets its own seed (backend.spawn_seed), as every Ray actor start does.
 """
 
 from __future__ import annotations
@@ -20,80 +20,31 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing as mp
-import time
-from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from zeropipe.pipeline.backend import ReplacingWorkers, Role, WorkerHandle, wait_bounded
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.backend import (
+    HELLO_TIMEOUT_S,
+    ReplacingWorkers,
+    WorkerHandle,
+    wait_bounded,
+)
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.transport import (
     CollectRequest,
     DriverEndpoint,
     EvalRequest,
     Message,
-    ParamLayout,
     Shutdown,
     SnapshotLayout,
+    SnapshotPublisher,
     TransportError,
     WorkerGone,
 )
-from zeropipe.workers.process import (
-    WorkerSpec,
-    applied_environment,
-    worker_environment,
-    worker_main,
-)
+from zeropipe.workers.process import applied_environment, worker_environment, worker_main
 
 log = logging.getLogger("zeropipe.supervisor")
-
-HELLO_TIMEOUT_S = 120.0  # a worker imports torch and builds its envs before saying hello
-_ROLE_KEYS = {"collector": 0, "evaluator": 1}
-
-
-def spawn_seed(run_seed: int, role: Role, worker_id: int, generation: int) -> int:
-    """The `seed` a worker's config carries for one spawn.
-
-    Generation 0 (the first spawn) keeps the run seed, so the first collectors and evaluators
-    are seeded exactly as in the sync pipeline (build.py adds the per-actor offsets). Every
-    replacement gets a fresh seed derived from (run seed, role, worker, generation), so a
-    restarted worker never replays its predecessor's episodes.
-    """
-    if generation == 0:
-        return run_seed
-    seq = np.random.SeedSequence(run_seed, spawn_key=(_ROLE_KEYS[role], worker_id, generation))
-    return int(seq.generate_state(1, np.uint32)[0]) // 2  # leaves room for build's offsets
-
-
-class RestartWindow:
-    """Restarts allowed per worker within a sliding time window.
-
-    Args:
-        max_restarts: restarts allowed within `window_s`.
-        window_s: window length in seconds.
-        clock: monotonic clock (tests pass their own).
-    """
-
-    def __init__(
-        self, max_restarts: int, window_s: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.max_restarts = max_restarts
-        self.window_s = window_s
-        self.clock = clock
-        self.times: deque[float] = deque()
-
-    def allow(self) -> bool:
-        """Record a restart now and return True, unless the window already holds the maximum."""
-        now = self.clock()
-        while self.times and now - self.times[0] >= self.window_s:
-            self.times.popleft()
-        if len(self.times) >= self.max_restarts:
-            return False
-        self.times.append(now)
-        return True
 
 
 @dataclass
@@ -103,7 +54,6 @@ class ProcessHandle(WorkerHandle):
     process: Any = None  # multiprocessing.Process
     endpoint: DriverEndpoint | None = None
     reader: asyncio.Task | None = None
-    starting: asyncio.Task | None = None  # the handshake of a replacement, while it runs
 
     @property
     def idle(self) -> bool:
@@ -115,30 +65,17 @@ class WorkerPool(ReplacingWorkers):
     """The `process` backend: spawns and supervises the collector and evaluator processes.
 
     Args:
-        config: the experiment config as plain data (`model_dump(mode="json")`).
-        layout: the snapshot parameter layout, sent once to every worker.
-        num_collectors / num_evaluators: process counts.
-        collector_threads / evaluator_threads: torch threads per worker.
-        inbox: queue receiving `(handle, message | TransportError)`.
+        cfg: the experiment config (`policy.async_pipeline` sizes the pool and the threads).
+        store: the shared-memory snapshots; its parameter layout is sent once to every worker.
+        inbox: the driver's queue of `(handle, generation, message | TransportError)`.
     """
 
     def __init__(
-        self,
-        config: dict[str, Any],
-        layout: ParamLayout,
-        num_collectors: int,
-        num_evaluators: int,
-        collector_threads: int,
-        evaluator_threads: int,
-        inbox: asyncio.Queue,
+        self, cfg: ExperimentConfig, store: SnapshotPublisher, inbox: asyncio.Queue
     ) -> None:
-        self.config = config
-        self.layout = layout
-        self.threads = {"collector": collector_threads, "evaluator": evaluator_threads}
-        self.inbox = inbox
+        super().__init__(cfg, inbox, ProcessHandle)
+        self.layout = store.layout
         self.ctx = mp.get_context("spawn")
-        self.workers = [ProcessHandle("collector", i) for i in range(num_collectors)]
-        self.workers += [ProcessHandle("evaluator", i) for i in range(num_evaluators)]
 
     async def submit(self, handle: ProcessHandle, request: CollectRequest | EvalRequest) -> None:
         """Send `request` down the worker's pipe; the reply arrives in the inbox.
@@ -158,15 +95,7 @@ class WorkerPool(ReplacingWorkers):
 
     def _create(self, handle: ProcessHandle) -> None:
         parent, child = self.ctx.Pipe(duplex=True)
-        handle.seed = spawn_seed(
-            int(self.config["seed"]), handle.role, handle.worker_id, handle.generation
-        )
-        spec = WorkerSpec(
-            role=handle.role,
-            worker_id=handle.worker_id,
-            config={**self.config, "seed": handle.seed},
-            num_threads=self.threads[handle.role],
-        )
+        spec = self._next_spec(handle)
         handle.process = self.ctx.Process(
             target=worker_main, args=(child, spec), name=f"zeropipe-{handle.name}", daemon=True
         )

@@ -1,45 +1,24 @@
 """The sync segment pipeline: collect → push → train the budget → evaluate, in one process.
 
 Runs in: driver. It is the semantic reference for the async pipeline: the same Collector,
-Evaluator, Trainer and schedules, one stage after another.
+Evaluator, Trainer and schedules, one stage after another, and the same runner core (runner.py:
+setup, learner step and `train` line, end of the run).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 
-import torch
-
-from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
+from zeropipe.pipeline.build import build_collector, build_evaluator
 from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
-from zeropipe.pipeline.schedule import should_eval
-from zeropipe.pipeline.training import Trainer
+from zeropipe.pipeline.runner import close_run, finish_training, learner_step, open_run
+from zeropipe.pipeline.schedule import collect_params, needs_final_eval, should_eval
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.evaluator import Evaluator
 
 log = logging.getLogger("zeropipe.driver")
-
-
-def collect_kwargs(cfg: ExperimentConfig, train_iter: int, envstep: int) -> dict[str, float]:
-    """Temperature and epsilon of the next collect (reference `_collect_kwargs`)."""
-    p = cfg.policy
-    e = p.eps
-    return {
-        "temperature": visit_temperature(
-            p.fixed_temperature_value,
-            p.manual_temperature_decay,
-            p.threshold_training_steps_for_final_temperature,
-            train_iter,
-        ),
-        "epsilon": epsilon_at(
-            e.eps_greedy_exploration_in_collect, e.type, e.start, e.end, e.decay, envstep
-        ),
-    }
 
 
 def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
@@ -57,31 +36,19 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
         CheckpointError: the final checkpoint could not be written (after the `stop` line is
             logged and everything is closed), or `resume` found no readable checkpoint.
     """
-    check_run_dir(cfg, resume)  # fail before anything is written
-    loaded = load_latest(cfg.exp_name) if resume else None
-    start = time.monotonic()
-    if cfg.policy.learner_num_threads is not None:
-        torch.set_num_threads(cfg.policy.learner_num_threads)
-    comps = build_driver(cfg)
-    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
-    collector = build_collector(cfg)
-    evaluator = build_evaluator(cfg)
-    run = RunDir(cfg, resume=resume)
-    state = RunState(cfg, run, trainer)
-    if loaded is not None:
-        state.restore_latest(loaded)
-        del loaded  # the buffer copy in the payload is not needed any more
+    state, (collector, evaluator) = open_run(
+        cfg,
+        resume,
+        cfg.policy.learner_num_threads,
+        build_actors=lambda: (build_collector(cfg), build_evaluator(cfg)),
+    )
     progress = ProgressLine(cfg.max_env_step)
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)
     finally:
-        ckpt_error = state.final_checkpoint()
-        progress.update(state.envstep, state.train_iter, force=True)
-        progress.close()
-        summary = state.summary(time.monotonic() - start)
-        run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
-        run.close()
+        ckpt_error = finish_training(state)
+        summary = close_run(state, progress)
         collector.close()
         evaluator.close()
     if ckpt_error is not None:
@@ -90,22 +57,15 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
 
 
 def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, progress) -> None:
-    trainer = state.trainer
-    learner = trainer.learner
+    learner = state.trainer.learner
     while not state.stop_reason:
         if should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
             _evaluate(state, evaluator, progress)
             if state.stop_reason:
                 break
         collector.load_weights(learner.network.state_dict(), state.train_iter)
-        result = collector.collect(**collect_kwargs(cfg, state.train_iter, state.envstep))
-        state.absorb_collect(
-            result.segments,
-            result.envstep_delta,
-            result.policy_version,
-            result.duration_s,
-            result.episode_returns,
-        )
+        params = collect_params(cfg, state.train_iter, state.envstep)
+        state.absorb_collect(collector.collect(params.temperature, params.epsilon))
         _train_budgets(state, progress)
         state.check_limits()
         state.maybe_checkpoint()
@@ -113,21 +73,10 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
 
 
 def _train_budgets(state: RunState, progress: ProgressLine) -> None:
-    trainer = state.trainer
-    start_iter = state.train_iter
-    while trainer.budgets and state.train_iter < state.cfg.max_train_iter:
-        trainer.step()
-        state.save_periodic()
+    """Every learner step owed (up to `max_train_iter`); runner.learner_step logs them."""
+    while state.trainer.budgets and state.train_iter < state.cfg.max_train_iter:
+        learner_step(state)
         progress.update(state.envstep, state.train_iter)
-    if state.train_iter > start_iter:
-        state.run.metrics.log(
-            "train",
-            state.envstep,
-            state.train_iter,
-            **trainer.stats.flush(),
-            buffer_transitions=trainer.buffer.num_transitions,
-            buffer_bytes_per_transition=trainer.buffer.nbytes() / trainer.buffer.num_transitions,
-        )
 
 
 def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
@@ -141,8 +90,6 @@ def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> 
 
 
 def _final_eval(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
-    """Score the final weights unless they were just evaluated."""
-    if state.stop_reason in ("max_env_step", "max_train_iter") and (
-        state.last_eval_iter != state.train_iter or state.last_reward is None
-    ):
+    """Score the final weights unless they were scored already (schedule.needs_final_eval)."""
+    if needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
         _evaluate(state, evaluator, progress)

@@ -13,8 +13,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import PolicyConfig
@@ -145,7 +143,3 @@ class Trainer:
         """Reanalysed targets into the buffer, with the root sampled actions a sampled search
         re-sampled (the targets are over those actions; None for other searches)."""
         self.buffer.write_policy_targets(wb.indices, wb.visits, wb.make_time, wb.sampled_actions)
-
-    def queued_steps(self) -> int:
-        """Learner steps still owed."""
-        return int(np.sum([b.steps - b.progress for b in self.budgets])) if self.budgets else 0

@@ -25,7 +25,7 @@ from zeropipe.workers.trajectory import Trajectory
 
 
 @dataclass(frozen=True)
-class CollectResult:
+class CollectOutcome:
     """One collect call's output."""
 
     segments: list[GameSegment]
@@ -87,7 +87,7 @@ class Collector:
         load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
 
-    def collect(self, temperature: float, epsilon: float) -> CollectResult:
+    def collect(self, temperature: float, epsilon: float) -> CollectOutcome:
         """Play until at least `num_segments` segments are complete.
 
         Args:
@@ -104,7 +104,7 @@ class Collector:
         while len(segments) < self.cfg.num_segments:
             segments.extend(self._step(temperature, epsilon, returns))
             steps += self.envs.num_envs
-        return CollectResult(
+        return CollectOutcome(
             segments=segments,
             envstep_delta=steps,
             policy_version=self.policy_version,

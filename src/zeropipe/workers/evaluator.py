@@ -25,7 +25,7 @@ from zeropipe.models import Network
 
 
 @dataclass(frozen=True)
-class EvalResult:
+class EvalOutcome:
     """One evaluation's outcome."""
 
     reward_mean: float
@@ -68,7 +68,7 @@ class Evaluator:
         load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
 
-    def evaluate(self) -> EvalResult:
+    def evaluate(self) -> EvalOutcome:
         """Play the configured number of episodes and score them."""
         start = time.perf_counter()
         n_env = self.envs.num_envs
@@ -106,7 +106,7 @@ class Evaluator:
                     returns.append(float(step.episode_returns[i]))
                     done_count[i] += 1
         mean = float(np.mean(returns))
-        return EvalResult(
+        return EvalOutcome(
             reward_mean=mean,
             episode_returns=returns,
             policy_version=self.policy_version,

@@ -30,13 +30,19 @@ from zeropipe.transport import (
 from zeropipe.workers.wire import segment_to_wire
 
 if TYPE_CHECKING:
-    from zeropipe.config import ExperimentConfig
+    from zeropipe.config import AsyncPipelineConfig, ExperimentConfig
     from zeropipe.workers.collector import Collector
     from zeropipe.workers.evaluator import Evaluator
 
 Role = Literal["collector", "evaluator"]
 ROLES: tuple[Role, ...] = ("collector", "evaluator")
 REQUEST_TYPES: dict[Role, type[Message]] = {"collector": CollectRequest, "evaluator": EvalRequest}
+
+
+def role_threads(pipeline: AsyncPipelineConfig, role: Role) -> int:
+    """Torch threads of a worker of ``role`` (``collector_num_cpus`` / ``evaluator_num_cpus``)."""
+    return pipeline.collector_num_cpus if role == "collector" else pipeline.evaluator_num_cpus
+
 
 # Reads the arrays of the snapshot a request names (shared memory, or Ray's object store).
 WeightsReader = Callable[[SnapshotRef], Mapping[str, np.ndarray]]
@@ -67,10 +73,7 @@ class WorkerSpec:
     @classmethod
     def from_config(cls, cfg: ExperimentConfig, role: Role, worker_id: int) -> WorkerSpec:
         """The spec of worker ``worker_id`` of ``role``, with threads from ``async_pipeline``."""
-        pipeline = cfg.policy.async_pipeline
-        threads = (
-            pipeline.collector_num_cpus if role == "collector" else pipeline.evaluator_num_cpus
-        )
+        threads = role_threads(cfg.policy.async_pipeline, role)
         return cls(role, worker_id, cfg.model_dump(mode="json"), threads)
 
     @property

@@ -1,0 +1,131 @@
+"""The runner core both pipelines share: the run's setup, its learner step, its end.
+
+Runs in: driver (the async driver calls `open_run`, `learner_step` and `finish_training` on its
+heavy thread, `close_run` on the event-loop thread). The sync driver (sync.py) and the async one
+(async_driver.py, async_loop.py) differ in *who runs what, and when*; what a run is made of, how a
+learner step is taken and logged, and how a run ends are written here once (DESIGN §1, §5).
+
+The `train` metrics line is the same in both pipelines: the learner metrics averaged over the
+steps since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s`
+(over this process's run), `learner_threads` (of the last step), `budget_queue_len`,
+`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every completed train
+budget (one collect's steps), after the step that reaches `max_train_iter`, and, for steps still
+unlogged when a run ends early (stop value, cancellation, error), once at its end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import torch
+
+from zeropipe.config import ExperimentConfig
+from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.progress import ProgressLine
+from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
+from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.training import Trainer
+
+log = logging.getLogger("zeropipe.driver")
+
+A = TypeVar("A")
+Listener = Callable[[dict[str, Any]], None]
+
+
+def _no_actors() -> None:
+    return None
+
+
+def open_run(
+    cfg: ExperimentConfig,
+    resume: bool,
+    threads: int | None,
+    listeners: Iterable[Listener] = (),
+    build_actors: Callable[[], A] = _no_actors,  # type: ignore[assignment]
+) -> tuple[RunState, A]:
+    """Set a run up: check its directory, read the checkpoint to resume, build the learner and
+    the buffer, open the run directory, restore.
+
+    Args:
+        cfg: the experiment config.
+        resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
+        threads: torch threads of the learner (None: torch's default).
+        listeners: called with every metrics record as it is written.
+        build_actors: builds what the driver acts with in-process (the sync pipeline's collector
+            and evaluator). It runs after the learner is built, so the actors' networks draw
+            from the seeded RNG in the same order as always, and before the run directory is
+            opened and the checkpoint's RNG states are restored.
+
+    Returns:
+        The run's state and what `build_actors` built.
+
+    Raises:
+        RunDirExists: a new run was pointed at an existing run's directory (nothing is written).
+        CheckpointError: `resume` found no readable checkpoint.
+    """
+    check_run_dir(cfg, resume)  # fail before anything is written
+    loaded = load_latest(cfg.exp_name) if resume else None
+    if threads is not None:
+        torch.set_num_threads(threads)
+    comps = build_driver(cfg)
+    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
+    actors = build_actors()
+    run = RunDir(cfg, resume=resume)
+    run.metrics.listeners.extend(listeners)
+    state = RunState(cfg, run, trainer)
+    if loaded is not None:
+        state.restore_latest(loaded)
+    return state, actors
+
+
+def learner_step(state: RunState) -> None:
+    """One learner step from the head budget, the periodic save it may be due, its train line."""
+    trainer = state.trainer
+    completed = trainer.completed_budgets
+    trainer.step()
+    state.save_periodic()
+    if trainer.completed_budgets > completed or state.train_iter >= state.cfg.max_train_iter:
+        log_train(state)
+
+
+def log_train(state: RunState) -> None:
+    """The `train` metrics line of the steps since the last one (see the module docstring)."""
+    trainer = state.trainer
+    buffer = trainer.buffer
+    state.run.metrics.log(
+        "train",
+        state.envstep,
+        state.train_iter,
+        **trainer.stats.flush(),
+        learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
+        learner_threads=torch.get_num_threads(),  # of this thread: the learner's
+        budget_queue_len=len(trainer.budgets),
+        buffer_transitions=buffer.num_transitions,
+        buffer_bytes_per_transition=buffer.nbytes() / max(buffer.num_transitions, 1),
+    )
+
+
+def finish_training(state: RunState) -> CheckpointError | None:
+    """Log the steps not logged yet, then write the final checkpoint; its error, if any."""
+    if state.trainer.stats.count:
+        log_train(state)
+    return state.final_checkpoint()
+
+
+def close_run(state: RunState, progress: ProgressLine | None) -> RunSummary:
+    """The end of every run, after `finish_training`: the `stop` line, the run directory closed,
+    the progress line's last draw.
+
+    Returns:
+        How the run ended (`wall_s`: since the run directory was opened).
+    """
+    summary = state.summary(state.wall_s())
+    state.run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
+    state.run.close()
+    if progress is not None:
+        progress.update(state.envstep, state.train_iter, force=True)
+        progress.close()
+    return summary
