@@ -129,19 +129,18 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
 
 
 def _check_device(cfg: ExperimentConfig) -> None:
-    """A CUDA device (the learner's, or a worker's GPU share) needs a CUDA build and a GPU.
+    """A CUDA learner device needs a CUDA build and a GPU (the workers' `*_num_gpus` shares are
+    checked with the async pipeline's other options, `async_driver`).
 
     Raises:
         ConfigError: naming the key and what this machine has.
     """
     import torch
 
-    ap = cfg.policy.async_pipeline
-    wants = cfg.policy.device.startswith("cuda") or ap.collector_num_gpus or ap.evaluator_num_gpus
-    if wants and not torch.cuda.is_available():
+    if cfg.policy.device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(
-            f"policy.device: {cfg.policy.device!r} (or a worker's *_num_gpus share) needs a CUDA "
-            "GPU, and this torch sees none; use cpu"
+            f"policy.device: {cfg.policy.device!r} needs a CUDA GPU, and this torch sees none; "
+            "use cpu"
         )
 
 

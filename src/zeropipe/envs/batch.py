@@ -18,7 +18,7 @@ import numpy as np
 
 from zeropipe.config import EnvConfig
 from zeropipe.envs.game import Game
-from zeropipe.envs.registry import Mode, make_game
+from zeropipe.envs.registry import EnvMode, make_game
 from zeropipe.envs.spec import EnvError, EnvSpec
 
 
@@ -68,7 +68,7 @@ class EnvBatch:
         EnvError: Bad id, unsupported spaces, num_envs < 1 or an unknown mode.
     """
 
-    def __init__(self, cfg: EnvConfig, num_envs: int, mode: Mode, seed: int) -> None:
+    def __init__(self, cfg: EnvConfig, num_envs: int, mode: EnvMode, seed: int) -> None:
         if mode not in ("collect", "eval"):
             raise EnvError(f"EnvBatch mode must be 'collect' or 'eval', got {mode!r}")
         if num_envs < 1:

@@ -20,7 +20,7 @@ from zeropipe.envs.env2048 import register_2048_env
 from zeropipe.envs.game import Game, GymGame
 from zeropipe.envs.spec import EnvError, EnvSpec
 
-Mode = Literal["collect", "eval"]
+EnvMode = Literal["collect", "eval"]
 
 
 @functools.cache
@@ -241,7 +241,9 @@ def env_spec(cfg: EnvConfig) -> EnvSpec:
         env.close()
 
 
-def make_game(cfg: EnvConfig, mode: Mode, render_mode: str | None = None) -> tuple[Game, EnvSpec]:
+def make_game(
+    cfg: EnvConfig, mode: EnvMode, render_mode: str | None = None
+) -> tuple[Game, EnvSpec]:
     """Create one game of a config, preprocessed for `mode`, and its spec.
 
     Args:

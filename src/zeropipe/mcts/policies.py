@@ -35,7 +35,7 @@ from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT
 
 # collect: exploration noise and a sampled action; eval: no noise, the greedy action;
 # reanalyze: fresh policy targets for stored states (noise as in collect; the action is unused).
-Mode = Literal["collect", "eval", "reanalyze"]
+ActingMode = Literal["collect", "eval", "reanalyze"]
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,12 @@ class ActingParams:
     """How a search is used.
 
     Attributes:
-        mode: collect, eval or reanalyze (see `Mode`).
+        mode: collect, eval or reanalyze (see `ActingMode`).
         temperature: collect: visit-count temperature of the action choice (PUCT).
         epsilon: collect: probability of a uniform legal action instead.
     """
 
-    mode: Mode
+    mode: ActingMode
     temperature: float = 1.0
     epsilon: float = 0.0
 
