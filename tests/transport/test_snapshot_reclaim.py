@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from zeropipe.transport import ParamLayout, SnapshotPublisher
-from zeropipe.transport.snapshot import reclaim_stale_blocks
+from zeropipe.transport.stale_blocks import reclaim_stale_blocks
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("no_leaks")]
 

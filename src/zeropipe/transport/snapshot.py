@@ -49,14 +49,10 @@ import numpy as np
 
 from zeropipe.transport.errors import SnapshotError
 from zeropipe.transport.layout import ParamLayout
+from zeropipe.transport.stale_blocks import posixshmem, reclaim_stale_blocks
 
 if TYPE_CHECKING:
     import torch
-
-try:  # POSIX shared memory, the module SharedMemory itself uses.
-    import _posixshmem
-except ImportError:  # pragma: no cover - Windows
-    _posixshmem = None
 
 logger = logging.getLogger("zeropipe.transport.snapshot")
 
@@ -115,47 +111,6 @@ def _unlink_blocks(shms: list[SharedMemory]) -> None:
         # A publish interrupted mid-write (signal path) still holds a view; unlinking suffices.
         with contextlib.suppress(BufferError):
             shm.close()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
-
-
-def reclaim_stale_blocks(prefix: str = "zeropipe_", shm_dir: str = "/dev/shm") -> list[str]:
-    """Unlinks the blocks of publishers whose process no longer exists.
-
-    Args:
-        prefix: The publishers' block-name prefix (names are ``f"{prefix}{pid}_{token}_{i}"``).
-        shm_dir: Where POSIX shared memory is visible as files.
-
-    Returns:
-        The names of the blocks that were unlinked.
-    """
-    if _posixshmem is None or not os.path.isdir(shm_dir):  # pragma: no cover - not POSIX
-        return []
-    reclaimed = []
-    for name in os.listdir(shm_dir):
-        if not name.startswith(prefix):
-            continue
-        pid_text = name[len(prefix) :].split("_", 1)[0]
-        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
-            continue
-        with contextlib.suppress(FileNotFoundError):  # another process reclaimed it first
-            _posixshmem.shm_unlink("/" + name)
-            reclaimed.append(name)
-    if reclaimed:
-        logger.warning(
-            "reclaimed %d shared-memory block(s) left by dead runs: %s",
-            len(reclaimed),
-            ", ".join(sorted(reclaimed)),
-        )
-    return reclaimed
 
 
 class SnapshotPublisher:
@@ -319,10 +274,10 @@ def _map_readonly(name: str) -> mmap.mmap:
     unlink the driver's block when the worker exits. Opening the POSIX object directly registers
     nothing at all, and a read-only mapping means a worker cannot corrupt a snapshot either.
     """
-    if _posixshmem is None:  # pragma: no cover
+    if posixshmem is None:  # pragma: no cover
         raise SnapshotError("shared-memory snapshots need a POSIX system")
     try:
-        fd = _posixshmem.shm_open("/" + name, os.O_RDONLY, mode=0o600)
+        fd = posixshmem.shm_open("/" + name, os.O_RDONLY, mode=0o600)
     except FileNotFoundError as exc:
         raise SnapshotError(
             f"snapshot block {name!r} does not exist: the driver closed it, or the ref is stale"
