@@ -296,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if quiet else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
+    from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
 
     try:
@@ -321,6 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except CheckpointError as exc:
         print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except NonFiniteError as exc:
+        print(f"zeropipe: stopped, not finite: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 

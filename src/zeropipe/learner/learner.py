@@ -23,6 +23,11 @@ from zeropipe.config import PolicyConfig
 from zeropipe.models import Network
 
 
+class NonFiniteError(Exception):
+    """A loss term, the gradient or the weights stopped being finite numbers; the message names
+    the learner step and what was not finite."""
+
+
 @dataclass(frozen=True)
 class StepResult:
     """What one learner step returns to the pipeline."""
@@ -96,12 +101,18 @@ class Learner:
             )
         weights = to_tensor(batch.weights, self.device)
         total = (weights * loss.per_sample.float()).mean()
+        self._check_finite(total, loss.terms)
         self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(
             self.network.parameters(), self.cfg.grad_clip_value
         )
+        if not torch.isfinite(grad_norm):  # before the weights change: they stay the last good
+            raise NonFiniteError(
+                f"learner step {self.train_iter + 1}: the gradient norm is {float(grad_norm)} "
+                "(the loss was finite); the weights were not updated"
+            )
         self.optimizer.step()
         self.train_iter += 1
         self._update_target()
@@ -115,6 +126,25 @@ class Learner:
             predicted_value_mean=float(loss.root_value.float().mean()),
         )
         return StepResult(metrics=metrics, priorities=priorities, writeback=targets.writeback)
+
+    def _check_finite(self, total: torch.Tensor, terms: dict[str, torch.Tensor]) -> None:
+        """Raise NonFiniteError naming the first non-finite loss term (before any update)."""
+        if torch.isfinite(total):
+            return
+        bad = [f"{name} = {float(v)}" for name, v in terms.items() if not torch.isfinite(v)]
+        what = bad[0] if bad else f"total_loss = {float(total)} (the PER weights)"
+        raise NonFiniteError(
+            f"learner step {self.train_iter + 1}: {what} is not finite; the weights were not "
+            "updated (a learning rate too high for this model, or bad rewards or observations?)"
+        )
+
+    def check_weights(self) -> None:
+        """Raise NonFiniteError if any weight of the network is not finite (before a save)."""
+        for name, param in self.network.state_dict().items():
+            if param.is_floating_point() and not torch.isfinite(param).all():
+                raise NonFiniteError(
+                    f"after learner step {self.train_iter}: weight {name} is not finite"
+                )
 
     def _autocast(self) -> torch.autocast:
         """bfloat16 autocast of the unroll and loss when `learner_autocast` asks for it."""

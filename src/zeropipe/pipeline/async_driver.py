@@ -113,6 +113,9 @@ async def _drive(
     except asyncio.CancelledError:
         cancelled = True
         raise
+    except Exception as exc:
+        state.fail(exc)
+        raise
     finally:
         # On the heavy thread, behind any job a cancellation abandoned; a 2nd Ctrl-C cannot skip it.
         ckpt_error, late_cancel = await heavy.settle(_final_checkpoint, state, cancelled)

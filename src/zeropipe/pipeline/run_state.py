@@ -38,6 +38,7 @@ class RunSummary:
     """How a run ended."""
 
     stop_reason: str  # stop_value | max_env_step | max_train_iter | cancelled | interrupted
+    #   | error (an exception ended the run; `ckpt_latest` is left as it was)
     envstep: int
     train_iter: int
     best_reward: float | None
@@ -57,6 +58,7 @@ class RunState:
         self.best_reward: float | None = None
         self.last_reward: float | None = None
         self.stop_reason: str | None = None
+        self.error: str | None = None  # why the run failed (stop_reason "error")
         self.collects = 0
         self.start_envstep = self.start_train_iter = 0  # counters when this process started
         self.last_eval_version: int | None = None  # policy_version of the last recorded eval
@@ -219,6 +221,7 @@ class RunState:
 
     def latest_payload(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The resumable state: learner, buffer, counters, RNG states (user_lessons: resume)."""
+        self.trainer.learner.check_weights()  # never save a non-finite model
         return {
             "learner": self.trainer.learner.state_dict(),
             "buffer": self.trainer.buffer.state_dict(),
@@ -261,6 +264,12 @@ class RunState:
         log.info(
             "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter
         )
+
+    def fail(self, exc: BaseException) -> None:
+        """The run ends on an error: its stop reason is "error", and no final checkpoint will
+        overwrite the last good `ckpt_latest` (a crash may leave the learner in any state)."""
+        self.stop_reason = "error"
+        self.error = f"{type(exc).__name__}: {exc}"
 
     def summary(self, wall_s: float) -> RunSummary:
         """The run's outcome."""

@@ -109,9 +109,15 @@ def log_train(state: RunState) -> None:
 
 
 def finish_training(state: RunState) -> CheckpointError | None:
-    """Log the steps not logged yet, then write the final checkpoint; its error, if any."""
+    """Log the steps not logged yet, then write the final checkpoint; its error, if any.
+
+    A failed run (`RunState.fail`) writes none: the last good `ckpt_latest` stays as it was.
+    """
     if state.trainer.stats.count:
         log_train(state)
+    if state.error is not None:
+        log.error("the run failed; ckpt_latest is left as it was: %s", state.error)
+        return None
     return state.final_checkpoint()
 
 
@@ -123,7 +129,10 @@ def close_run(state: RunState, progress: ProgressLine | None) -> RunSummary:
         How the run ended (`wall_s`: since the run directory was opened).
     """
     summary = state.summary(state.wall_s())
-    state.run.metrics.log("stop", state.envstep, state.train_iter, reason=summary.stop_reason)
+    error = {} if state.error is None else {"error": state.error}
+    state.run.metrics.log(
+        "stop", state.envstep, state.train_iter, reason=summary.stop_reason, **error
+    )
     state.run.close()
     if progress is not None:
         progress.update(state.envstep, state.train_iter, force=True)

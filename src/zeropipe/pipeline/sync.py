@@ -46,6 +46,9 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)
+    except Exception as exc:  # not a Ctrl-C: that one saves
+        state.fail(exc)
+        raise
     finally:
         ckpt_error = finish_training(state)
         summary = close_run(state, progress)
