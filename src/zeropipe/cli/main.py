@@ -18,7 +18,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
@@ -36,7 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zeropipe", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("config", help="experiment YAML file, e.g. configs/cartpole_muzero.yaml")
+    common.add_argument(
+        "config",
+        help="experiment YAML file, e.g. configs/cartpole_muzero.yaml (train --resume: the run "
+        "directory, or a YAML file whose exp_name is the run)",
+    )
     common.add_argument(
         "--set",
         dest="overrides",
@@ -55,8 +59,17 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--resume",
         action="store_true",
-        help="continue the run in exp_name from ckpt/ckpt_latest.pth.tar (learner, buffer, "
-        "counters, RNG); without it, an exp_name that already holds a run is refused",
+        help="continue the run from ckpt/ckpt_latest.pth.tar (learner, buffer, counters, RNG) "
+        "with the run's own config.yaml; --set may then change only the budget, stop value, "
+        "eval and checkpoint cadence, device and worker settings. Without it, an exp_name that "
+        "already holds a run is refused",
+    )
+    train.add_argument(
+        "--init-from",
+        type=Path,
+        metavar="CKPT",
+        help="start a new run from a checkpoint's network weights (ckpt_best.pth.tar, "
+        "ckpt_latest.pth.tar or iteration_N.pth.tar of a run of the same architecture)",
     )
     train.add_argument(
         "--status",
@@ -108,8 +121,11 @@ def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--x", choices=["envstep", "time_s"], default="envstep", help="x axis")
 
 
-def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
-    """Load the config and check everything that can be checked before a run starts.
+def load_checked(
+    path: str, overrides: Sequence[str], cfg: ExperimentConfig | None = None
+) -> ExperimentConfig:
+    """Load the config (unless `cfg` is given) and check everything that can be checked before a
+    run starts.
 
     Raises:
         ConfigError: bad file, key, value, env id or policy type.
@@ -117,7 +133,7 @@ def load_checked(path: str, overrides: Sequence[str]) -> ExperimentConfig:
     from zeropipe.algos.registry import algorithm, check_action_kind
     from zeropipe.envs import EnvError, env_spec
 
-    cfg = load_config(path, overrides)
+    cfg = cfg if cfg is not None else load_config(path, overrides)
     try:
         spec = env_spec(cfg.env)  # one env construction, as the id check it includes
     except EnvError as exc:
@@ -170,8 +186,35 @@ def _sigterm_as_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str, Any]]:
+    """The run's config and how it starts (`train_sync` / `train_async` keyword arguments).
+
+    Raises:
+        ConfigError: a bad config, a resume that would change the run, or `--init-from` weights
+            that cannot be read.
+    """
+    if args.resume and args.init_from is not None:
+        raise ConfigError("--init-from starts a new run; --resume continues one: pass one of them")
+    if not args.resume:
+        init = None
+        if args.init_from is not None:
+            from zeropipe.cli.evaluation import load_checkpoint_weights
+
+            try:
+                init = load_checkpoint_weights(args.init_from).state_dict
+            except InputError as exc:
+                raise ConfigError(f"--init-from: {exc}") from None
+        return load_checked(args.config, args.overrides), {"init_weights": init}
+    from zeropipe.config.resume import load_resume_config
+
+    cfg, notes = load_resume_config(args.config, args.overrides)
+    for note in notes:
+        print(f"zeropipe: {note}", file=sys.stderr)
+    return load_checked(args.config, (), cfg=cfg), {"resume": True}
+
+
 def _train(args: argparse.Namespace) -> int:
-    cfg = load_checked(args.config, args.overrides)
+    cfg, start = _train_config(args)
     _sigterm_as_ctrl_c()
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
@@ -187,11 +230,11 @@ def _train(args: argparse.Namespace) -> int:
         check_async_options(cfg)  # before anything is written
         if args.status is not None:
             parse_address(args.status)
-        summary = _run_async(cfg, not args.quiet, args.resume, args.status)
+        summary = _run_async(cfg, not args.quiet, start, args.status)
     else:
         from zeropipe.pipeline.sync import train_sync
 
-        summary = train_sync(cfg, resume=args.resume)
+        summary = train_sync(cfg, **start)
     print(
         f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
         f"{summary.train_iter}, best eval {summary.best_reward}, {summary.wall_s:.0f}s; "
@@ -228,7 +271,9 @@ def _plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool, status: str | None):
+def _run_async(
+    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
+):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
@@ -245,13 +290,13 @@ def _run_async(cfg: ExperimentConfig, show_progress: bool, resume: bool, status:
         factory = None
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(_train_coroutine(cfg, show_progress, resume, status))
+            return runner.run(_train_coroutine(cfg, show_progress, start, status))
     finally:
         _stop_resource_tracker()
 
 
 async def _train_coroutine(
-    cfg: ExperimentConfig, show_progress: bool, resume: bool, status: str | None
+    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
 ) -> RunSummary:
     """`train_async`, beside the status endpoint when one was asked for."""
     import asyncio
@@ -261,14 +306,14 @@ async def _train_coroutine(
     from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
 
     if status is None:
-        return await train_async(cfg, show_progress=show_progress, resume=resume)
+        return await train_async(cfg, show_progress=show_progress, **start)
     monitor = RunMonitor(asyncio.get_running_loop())
     server = StatusServer(bind(*parse_address(status)), monitor.status)
     await server.start()
     host, port = server.address
     print(f"status endpoint: http://{host}:{port}/metrics and /status", file=sys.stderr, flush=True)
     try:
-        return await train_async(cfg, show_progress=show_progress, resume=resume, monitor=monitor)
+        return await train_async(cfg, show_progress=show_progress, monitor=monitor, **start)
     finally:
         monitor.bus.close()
         await server.close()

@@ -53,6 +53,19 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
     Raises:
         ConfigError: unreadable file, bad YAML, unknown key, or a value of the wrong type.
     """
+    raw = read_yaml(path)
+    for item in overrides:
+        apply_override(raw, item)
+    return config_from_dict(raw, source=str(path))
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file's mapping, unvalidated.
+
+    Raises:
+        ConfigError: unreadable, not UTF-8 text, invalid YAML (a key given twice included), or
+            not a mapping at the top.
+    """
     path = Path(path)
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
@@ -64,9 +77,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> ExperimentCo
         raise ConfigError(f"{path}: invalid YAML: {_one_line(str(exc))}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    for item in overrides:
-        _apply_override(raw, item)
-    return config_from_dict(raw, source=str(path))
+    return raw
 
 
 def config_from_dict(raw: dict[str, Any], source: str = "<dict>") -> ExperimentConfig:
@@ -82,7 +93,12 @@ def dump_config(cfg: ExperimentConfig) -> str:
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
 
 
-def _apply_override(raw: dict[str, Any], item: str) -> None:
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Apply one `dotted.key=value` to a raw config mapping (the value parsed as YAML).
+
+    Raises:
+        ConfigError: not KEY=VALUE, or a key that names no field.
+    """
     key, sep, text = item.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. policy.batch_size=64")

@@ -21,7 +21,9 @@ status endpoint.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 # tensorboardX and torch._dynamo are imported with this module, not at first use: building the
@@ -54,6 +56,7 @@ async def train_async(
     show_progress: bool = True,
     resume: bool = False,
     monitor: RunMonitor | None = None,
+    init_weights: Mapping[str, torch.Tensor] | None = None,
 ) -> RunSummary:
     """Train with the async pipeline until a stop rule fires or the task is cancelled.
 
@@ -63,6 +66,7 @@ async def train_async(
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
         monitor: receives every metrics record as it is written, and the worker states
             (`zeropipe.start` passes one; see embed.py).
+        init_weights: a new run's network starts from these weights (`--init-from`).
 
     Returns:
         How the run ended.
@@ -82,7 +86,13 @@ async def train_async(
     listeners = [monitor.bus.publish] if monitor is not None else []
     try:
         # Building the learner (and reading a checkpoint) is heavy work too.
-        (state, _), cancelled = await heavy.settle(open_run, cfg, resume, threads, listeners)
+        (state, _), cancelled = await heavy.settle(
+            functools.partial(open_run, init_weights=init_weights),
+            cfg,
+            resume,
+            threads,
+            listeners,
+        )
         return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)
     finally:
         heavy.close()

@@ -56,6 +56,7 @@ class MetricsLog:
 
     def __init__(self, log_dir: Path, tensorboard: bool = True) -> None:
         self.start = time.monotonic()
+        self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
         self._file = open(log_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
         self._writer = None
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
@@ -64,11 +65,15 @@ class MetricsLog:
 
             self._writer = SummaryWriter(str(log_dir), flush_secs=10)
 
+    def elapsed_s(self) -> float:
+        """The run's time so far: this process's, plus that of the runs it resumes."""
+        return self.time_offset_s + time.monotonic() - self.start
+
     def log(self, event: str, envstep: int, train_iter: int, **fields: Any) -> dict[str, Any]:
         """Write one event line; numeric fields also go to TensorBoard as `event/field`."""
         record = {
             "event": event,
-            "time_s": round(time.monotonic() - self.start, 3),
+            "time_s": round(self.elapsed_s(), 3),
             "envstep": int(envstep),
             "train_iter": int(train_iter),
             **{k: _plain(v) for k, v in fields.items()},

@@ -230,6 +230,7 @@ class RunState:
             "last_eval_version": self.last_eval_version,
             "best_reward": self.best_reward,
             "completed_budgets": self.trainer.completed_budgets,
+            "time_s": self.run.metrics.elapsed_s(),
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": np.random.get_state(),
             "python_rng": random.getstate(),
@@ -254,6 +255,7 @@ class RunState:
         self.last_eval_version = payload.get("last_eval_version")
         self.best_reward = payload["best_reward"]
         self.trainer.completed_budgets = int(payload["completed_budgets"])
+        self.run.metrics.time_offset_s = float(payload.get("time_s", 0.0))  # earlier: none saved
         torch.set_rng_state(payload["torch_rng"])
         if "numpy_rng" in payload:
             np.random.set_state(payload["numpy_rng"])

@@ -16,12 +16,13 @@ unlogged when a run ends early (stop value, cancellation, error), once at its en
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import torch
 
-from zeropipe.config import ExperimentConfig
+from zeropipe.config import ConfigError, ExperimentConfig
+from zeropipe.learner.learner import Learner
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.progress import ProgressLine
@@ -45,6 +46,7 @@ def open_run(
     threads: int | None,
     listeners: Iterable[Listener] = (),
     build_actors: Callable[[], A] = _no_actors,  # type: ignore[assignment]
+    init_weights: Mapping[str, torch.Tensor] | None = None,
 ) -> tuple[RunState, A]:
     """Set a run up: check its directory, read the checkpoint to resume, build the learner and
     the buffer, open the run directory, restore.
@@ -58,6 +60,8 @@ def open_run(
             and evaluator). It runs after the learner is built, so the actors' networks draw
             from the seeded RNG in the same order as always, and before the run directory is
             opened and the checkpoint's RNG states are restored.
+        init_weights: a new run starts from these network weights (`--init-from`; the target
+            network too), not from a fresh initialisation.
 
     Returns:
         The run's state and what `build_actors` built.
@@ -65,12 +69,15 @@ def open_run(
     Raises:
         RunDirExists: a new run was pointed at an existing run's directory (nothing is written).
         CheckpointError: `resume` found no readable checkpoint.
+        ConfigError: `init_weights` do not fit the config's network (nothing is written).
     """
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
     if threads is not None:
         torch.set_num_threads(threads)
     comps = build_driver(cfg)
+    if init_weights is not None:
+        _start_from(comps.learner, init_weights)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
@@ -79,6 +86,23 @@ def open_run(
     if loaded is not None:
         state.restore_latest(loaded)
     return state, actors
+
+
+def _start_from(learner: Learner, weights: Mapping[str, torch.Tensor]) -> None:
+    """Load `weights` into the learner's network and its target copy.
+
+    Raises:
+        ConfigError: the weights are of another architecture (naming the first mismatch).
+    """
+    try:
+        learner.network.load_state_dict(weights)
+    except RuntimeError as exc:
+        first = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"--init-from: the weights do not fit this config's network: {first}"
+        ) from None
+    learner.target_network.load_state_dict(learner.network.state_dict())
+    log.info("the network starts from the given weights (--init-from)")
 
 
 def learner_step(state: RunState) -> None:

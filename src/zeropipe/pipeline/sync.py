@@ -8,6 +8,9 @@ setup, learner step and `train` line, end of the run).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+
+import torch
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.build import build_collector, build_evaluator
@@ -21,12 +24,17 @@ from zeropipe.workers.evaluator import Evaluator
 log = logging.getLogger("zeropipe.driver")
 
 
-def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
+def train_sync(
+    cfg: ExperimentConfig,
+    resume: bool = False,
+    init_weights: Mapping[str, torch.Tensor] | None = None,
+) -> RunSummary:
     """Train with the sync pipeline until a stop rule fires.
 
     Args:
         cfg: the experiment config.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
+        init_weights: a new run's network starts from these weights (`--init-from`).
 
     Returns:
         How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
@@ -41,6 +49,7 @@ def train_sync(cfg: ExperimentConfig, resume: bool = False) -> RunSummary:
         resume,
         cfg.policy.learner_num_threads,
         build_actors=lambda: (build_collector(cfg), build_evaluator(cfg)),
+        init_weights=init_weights,
     )
     progress = ProgressLine(cfg.max_env_step)
     try:

@@ -1,0 +1,131 @@
+"""The config of a resumed run: the run's own `config.yaml`, with only the overrides that leave
+the run the same run.
+
+Runs in: driver (the CLI, before anything is written). A resumed run continues with the settings
+it started with, whatever the YAML file on the command line now says: its model, search, data and
+learner settings are in the checkpoint's weights, buffer and optimizer, and changing them would
+make a different run (a different model size would not even load). What may change is how long it
+runs, when it stops, when it evaluates and saves, and where its workers run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zeropipe.config.experiment import ExperimentConfig
+from zeropipe.config.loader import ConfigError, apply_override, config_from_dict, read_yaml
+
+log = logging.getLogger("zeropipe.config")
+
+# Dotted keys (or prefixes ending in ".") a resume may change.
+RESUMABLE = (
+    "max_env_step",
+    "max_train_iter",
+    "env.stop_value",
+    "env.n_evaluator_episode",
+    "env.evaluator_env_num",
+    "env.eval_max_episode_steps",
+    "policy.device",
+    "policy.eval_freq",
+    "policy.eval_num_simulations",
+    "policy.save_ckpt_freq",
+    "policy.async_pipeline.",
+    "checkpoint.",
+)
+# async_pipeline keys that change which data is collected when, not only where workers run.
+_SEMANTIC_ASYNC = ("max_policy_lag", "weight_sync_interval", "max_train_budget_queue_size")
+
+
+def resumable(key: str) -> bool:
+    """Whether `--set key=...` may change a run on `--resume`."""
+    if key.startswith("policy.async_pipeline.") and key.rsplit(".", 1)[-1] in _SEMANTIC_ASYNC:
+        return False
+    return any(key == r or (r.endswith(".") and key.startswith(r)) for r in RESUMABLE)
+
+
+def run_directory(target: str | Path, overrides: Sequence[str]) -> Path:
+    """The run a `--resume` names: a run directory, or the `exp_name` of a YAML file (after an
+    `exp_name=` override)."""
+    target = Path(target)
+    if target.is_dir():
+        return target
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.strip() == "exp_name":
+            return Path(value.strip())
+    raw = read_yaml(target)
+    if "exp_name" not in raw:
+        raise ConfigError(f"{target}: no exp_name, so no run to resume; pass the run directory")
+    return Path(str(raw["exp_name"]))
+
+
+def load_resume_config(
+    target: str | Path, overrides: Sequence[str]
+) -> tuple[ExperimentConfig, list[str]]:
+    """The resumed run's config and what to tell the user about it.
+
+    Args:
+        target: the run directory, or a YAML file whose `exp_name` is the run.
+        overrides: `--set` items; each must be `resumable` (`exp_name` may only name the run).
+
+    Returns:
+        The run's own config with the overrides applied, and one note per override applied and
+        per setting of `target` (a YAML file) that differs from the run's and is ignored.
+
+    Raises:
+        ConfigError: no run there, or an override that would change the run.
+    """
+    run = run_directory(target, overrides)
+    saved_path = run / "config.yaml"
+    if not saved_path.is_file():
+        raise ConfigError(f"--resume: {run} holds no config.yaml (is it a run directory?)")
+    saved = read_yaml(saved_path)
+    notes = [] if Path(target).is_dir() else _ignored(read_yaml(Path(target)), saved, target)
+    raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if key == "exp_name":
+            continue
+        if not resumable(key):
+            raise ConfigError(
+                f"--set {key}: it would change the run, so --resume refuses it (a resume may "
+                "change the budget, stop value, eval and checkpoint cadence, device and worker "
+                "settings); start a new run from its weights with --init-from instead"
+            )
+        before = _get(raw, key)
+        apply_override(raw, item)
+        notes.append(f"--resume: {key} {before!r} -> {_get(raw, key)!r}")
+    return config_from_dict(raw, source=str(saved_path)), notes
+
+
+def _ignored(given: dict[str, Any], saved: dict[str, Any], target: str | Path) -> list[str]:
+    """A note naming the settings of `given` that differ from the run's own."""
+    differ = sorted(
+        key for key in _flatten(given) if key != "exp_name" and _get(saved, key) != _get(given, key)
+    )
+    if not differ:
+        return []
+    shown = ", ".join(differ[:6]) + (", ..." if len(differ) > 6 else "")
+    return [f"--resume: the run's own config.yaml is used; {target} differs in {shown} (ignored)"]
+
+
+def _flatten(raw: dict[str, Any], prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        keys += _flatten(value, dotted + ".") if isinstance(value, dict) else [dotted]
+    return keys
+
+
+def _get(raw: dict[str, Any], key: str) -> Any:
+    node: Any = raw
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node

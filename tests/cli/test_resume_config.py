@@ -1,0 +1,100 @@
+"""`--resume` continues the run with its own config.yaml; `--init-from` starts a new run from
+a checkpoint's weights. Through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.cli.test_cli import TINY, run_cli
+from tests.cli.test_run_recovery import files_of, metrics
+from zeropipe.pipeline.checkpoint_format import read_checkpoint
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def stopped_run(tmp_path: Path) -> Path:
+    """A finished tiny run started with two settings that differ from its YAML file."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    first = run_cli(
+        "train", "tiny.yaml", "--quiet", "--set", "policy.num_simulations=3", cwd=tmp_path
+    )
+    assert first.returncode == 0, first.stderr
+    return tmp_path / "run"
+
+
+def _config_yaml(run: Path) -> str:
+    return (run / "config.yaml").read_text()
+
+
+def test_resume_from_the_run_directory_keeps_the_runs_own_settings(stopped_run: Path):
+    tmp = stopped_run.parent
+    last_time_s = metrics(stopped_run)[-1]["time_s"]
+    again = run_cli(
+        "train", "run", "--resume", "--quiet", "--set", "max_env_step=400", cwd=tmp
+    )  # no config file: the run directory
+    assert again.returncode == 0, again.stderr
+    assert "--resume: max_env_step 240 -> 400" in again.stderr
+    assert "num_simulations: 3" in _config_yaml(stopped_run)  # not the file's 4
+    resumed = [e for e in metrics(stopped_run) if e["event"] == "resume"]
+    assert resumed and resumed[0]["time_s"] >= last_time_s  # time_s continues
+    assert metrics(stopped_run)[-1]["envstep"] >= 400
+
+
+def test_resume_with_the_yaml_file_says_what_it_ignores(stopped_run: Path):
+    again = run_cli(
+        "train", "tiny.yaml", "--resume", "--quiet", "--set", "max_env_step=300",
+        cwd=stopped_run.parent,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "differs in policy.num_simulations (ignored)" in again.stderr
+    assert "num_simulations: 3" in _config_yaml(stopped_run)
+
+
+@pytest.mark.parametrize(
+    "override", ["policy.model.latent_dim=32", "policy.num_simulations=50", "seed=3"]
+)
+def test_a_resume_that_would_change_the_run_is_refused_and_writes_nothing(
+    stopped_run: Path, override: str
+):
+    before = files_of(stopped_run)
+    again = run_cli("train", "run", "--resume", "--set", override, cwd=stopped_run.parent)
+    assert again.returncode == 2
+    key = override.split("=")[0]
+    assert again.stderr.count("\n") == 1 and f"--set {key}: it would change the run" in again.stderr
+    assert files_of(stopped_run) == before
+
+
+def test_init_from_starts_a_new_run_from_the_weights(stopped_run: Path):
+    tmp = stopped_run.parent
+    ckpt = stopped_run / "ckpt" / "ckpt_latest.pth.tar"
+    start = run_cli(
+        "train", "tiny.yaml", "--quiet", "--init-from", str(ckpt),
+        "--set", "exp_name=second", "--set", "max_env_step=16",
+        "--set", "policy.train_start_after_envsteps=100000",  # no step: the weights stay
+        cwd=tmp,
+    )  # fmt: skip
+    assert start.returncode == 0, start.stderr
+    given = read_checkpoint(ckpt)["learner"]["model"]
+    second = read_checkpoint(tmp / "second" / "ckpt" / "ckpt_latest.pth.tar")["learner"]
+    assert second["train_iter"] == 0
+    for name, tensor in given.items():
+        assert torch.equal(second["model"][name], tensor), name
+        assert torch.equal(second["target_model"][name], tensor), name
+
+
+def test_init_from_weights_of_another_architecture_is_one_line(stopped_run: Path):
+    tmp = stopped_run.parent
+    ckpt = stopped_run / "ckpt" / "ckpt_latest.pth.tar"
+    start = run_cli(
+        "train", "tiny.yaml", "--init-from", str(ckpt), "--set", "exp_name=third",
+        "--set", "policy.model.latent_dim=24", cwd=tmp,
+    )  # fmt: skip
+    assert start.returncode == 2
+    assert start.stderr.count("\n") == 1 and "--init-from: the weights do not fit" in start.stderr
+    assert not (tmp / "third").exists()
+    assert json.loads((stopped_run / "log" / "metrics.jsonl").read_text().splitlines()[-1])
