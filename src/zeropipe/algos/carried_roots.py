@@ -14,6 +14,7 @@ weight load.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from pydantic import Field
@@ -93,6 +94,19 @@ class CarriedRoots:
         """Env `env_id` starts a new episode: its next root is encoded afresh."""
         self.latents[env_id] = None
         self.steps[env_id] = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Each env's previous root latent and chain length."""
+        return {
+            "latents": [None if t is None else t.cpu() for t in self.latents],
+            "steps": self.steps,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()`."""
+        device = next(self.network.parameters()).device
+        self.latents = [None if t is None else t.to(device) for t in state["latents"]]
+        self.steps = [int(s) for s in state["steps"]]
 
     def tick(self, env_steps: int) -> None:
         """The chains restart by their own per-env step counts (`root`), not by a clock."""

@@ -5,7 +5,7 @@ Runs in: any (network building and acting state in every process; the loss in th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from pydantic import Field
@@ -81,6 +81,13 @@ class ContextFreeRoots:
 
     def tick(self, env_steps: int) -> None:
         """Nothing is cached."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Nothing is kept."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Nothing is kept."""
 
 
 class MuZeroFamily:

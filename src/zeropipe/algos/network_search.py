@@ -7,7 +7,7 @@ the batched search calls it once per simulation for the whole batch of roots.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -40,6 +40,14 @@ class RootSource(Protocol):
     def tick(self, env_steps: int) -> None:
         """`env_steps` env steps of every env were taken (a clock for periodic cache clearing;
         the same rule in collect and eval)."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """What it keeps per env, as tensors and plain data (a collector's checkpoint)."""
+        ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()`."""
         ...
 
 

@@ -157,6 +157,13 @@ class AtariGame:
         """The ALE screen, uint8 [210, 160, 3], when made with render_mode="rgb_array"."""
         return self._env.render()  # type: ignore[return-value]
 
+    def state(self) -> None:
+        """None: the emulator's state lives in the ALE; a resumed run starts a new game."""
+        return None
+
+    def set_state(self, state: None) -> None:
+        """Nothing to restore (`state` is always None)."""
+
     def close(self) -> None:
         """Close the env."""
         self._env.close()

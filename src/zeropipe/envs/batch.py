@@ -13,6 +13,7 @@ the next `reset` re-seed in either mode, optionally from a new base seed.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -165,6 +166,29 @@ class EnvBatch:
                 out.reset_frames[index] = frame
                 out.reset_action_masks[index] = self._all_legal.copy() if mask is None else mask
         return out
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """Every env mid-episode and the running returns, as plain data; None when an env's
+        state cannot be captured (`Game.state`)."""
+        games = [game.state() for game in self._games]
+        if any(state is None for state in games):
+            return None
+        return {
+            "games": games,
+            "returns": self._returns.copy(),
+            "lengths": self._lengths.copy(),
+            "needs_seed": self._needs_seed,
+            "started": self._started,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` of a batch made from the same config and seed."""
+        for game, game_state in zip(self._games, state["games"], strict=True):
+            game.set_state(game_state)
+        self._returns[:] = state["returns"]
+        self._lengths[:] = state["lengths"]
+        self._needs_seed = bool(state["needs_seed"])
+        self._started = bool(state["started"])
 
     def close(self) -> None:
         """Close every env (safe to call twice)."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from zeropipe.envs.env_state import env_state, set_env_state
 from zeropipe.envs.spec import scale_action
 
 
@@ -61,6 +62,15 @@ class Game(Protocol):
 
     def render(self) -> np.ndarray | None:
         """The current screen, uint8 [H, W, 3], for a game made with render_mode="rgb_array"."""
+        ...
+
+    def state(self) -> Any:
+        """The game mid-episode as plain data (`envs/env_state.py`), or None if it cannot be
+        captured (a resumed run then starts a new episode)."""
+        ...
+
+    def set_state(self, state: Any) -> None:
+        """Continue from a `state()` of a game made from the same config."""
         ...
 
     def close(self) -> None:
@@ -153,6 +163,14 @@ class GymGame:
     def render(self) -> np.ndarray | None:
         """The env's `render()`: uint8 [H, W, 3] when made with render_mode="rgb_array"."""
         return self._env.render()  # type: ignore[return-value]
+
+    def state(self) -> list[dict[str, Any]] | None:
+        """`env_state` of the env (None for an env that keeps its state in a native object)."""
+        return env_state(self._env)
+
+    def set_state(self, state: list[dict[str, Any]]) -> None:
+        """`set_env_state`."""
+        set_env_state(self._env, state)
 
     def close(self) -> None:
         """Close the env."""

@@ -150,6 +150,23 @@ class RootContexts:
         for env in self._envs:
             env.window = None
 
+    def state_dict(self) -> dict[str, Any]:
+        """Each env's raw history and the clock, as plain data (the caches are rebuilt)."""
+        return {
+            "obs": [[o.cpu() for o in env.obs] for env in self._envs],
+            "actions": [list(env.actions) for env in self._envs],
+            "steps_since_clear": self._steps_since_clear,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()`; every window is rebuilt from its raw history."""
+        device = next(self.network.parameters()).device
+        for env, obs, actions in zip(self._envs, state["obs"], state["actions"], strict=True):
+            env.clear()
+            env.obs.extend(o.to(device) for o in obs)
+            env.actions.extend(actions)
+        self._steps_since_clear = int(state["steps_since_clear"])
+
     def tick(self, env_steps: int) -> None:
         """Count env steps; invalidate all envs every `clear_interval_steps` (if > 0)."""
         if self.clear_interval_steps <= 0:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,10 @@ class RunState:
         self.last_reward: float | None = None
         self.stop_reason: str | None = None
         self.error: str | None = None  # why the run failed (stop_reason "error")
+        # The sync pipeline's in-process collector: its state goes into ckpt_latest, so that a
+        # resumed run continues the same episodes (None: not captured, or no such collector).
+        self.collector_state: Callable[[], dict[str, Any] | None] | None = None
+        self.restored_collector: dict[str, Any] | None = None  # from the checkpoint resumed
         self.collects = 0
         self.start_envstep = self.start_train_iter = 0  # counters when this process started
         self.last_eval_version: int | None = None  # policy_version of the last recorded eval
@@ -116,8 +121,13 @@ class RunState:
         elif self.envstep >= self.cfg.max_env_step:
             self.stop_reason = "max_env_step"
 
-    def record_eval(self, result: EvalOutcome, model_state: dict[str, torch.Tensor]) -> bool:
-        """Log an eval; save a new best as that exact snapshot; stop at the stop value."""
+    def record_eval(
+        self, result: EvalOutcome, model_state: dict[str, torch.Tensor], final: bool = False
+    ) -> bool:
+        """Log an eval; save a new best as that exact snapshot; stop at the stop value.
+
+        `final`: the eval of the last weights at a stop by a limit (`needs_final_eval`), outside
+        the eval schedule; its line says so."""
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
         self.run.metrics.log(
@@ -129,6 +139,7 @@ class RunState:
             episode_returns=result.episode_returns,
             policy_version=result.policy_version,
             eval_duration_s=result.duration_s,
+            **({"final": True} if final else {}),
         )
         improved = self.best_reward is None or result.reward_mean > self.best_reward
         if improved:
@@ -231,6 +242,7 @@ class RunState:
             "best_reward": self.best_reward,
             "completed_budgets": self.trainer.completed_budgets,
             "time_s": self.run.metrics.elapsed_s(),
+            "collector": None if self.collector_state is None else self.collector_state(),
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": np.random.get_state(),
             "python_rng": random.getstate(),
@@ -256,6 +268,7 @@ class RunState:
         self.best_reward = payload["best_reward"]
         self.trainer.completed_budgets = int(payload["completed_budgets"])
         self.run.metrics.time_offset_s = float(payload.get("time_s", 0.0))  # earlier: none saved
+        self.restored_collector = payload.get("collector")
         torch.set_rng_state(payload["torch_rng"])
         if "numpy_rng" in payload:
             np.random.set_state(payload["numpy_rng"])

@@ -51,6 +51,7 @@ def train_sync(
         build_actors=lambda: (build_collector(cfg), build_evaluator(cfg)),
         init_weights=init_weights,
     )
+    _continue_collector(state, collector)
     progress = ProgressLine(cfg.max_env_step)
     try:
         _loop(cfg, state, collector, evaluator, progress)
@@ -66,6 +67,17 @@ def train_sync(
     if ckpt_error is not None:
         raise ckpt_error
     return summary
+
+
+def _continue_collector(state: RunState, collector: Collector) -> None:
+    """Checkpoint the collector with the run; on resume, continue its episodes where they were
+    (envs whose state cannot be captured start new ones, as before this was saved)."""
+    state.collector_state = collector.state_dict
+    if state.restored_collector is not None:
+        collector.load_state_dict(state.restored_collector)
+        state.restored_collector = None
+    elif state.train_iter or state.envstep:
+        log.info("resumed without the collector's episodes: the envs start new ones")
 
 
 def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, progress) -> None:
@@ -91,12 +103,16 @@ def _train_budgets(state: RunState, progress: ProgressLine) -> None:
         progress.update(state.envstep, state.train_iter)
 
 
-def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
+def _evaluate(
+    state: RunState, evaluator: Evaluator, progress: ProgressLine, gate: bool = True
+) -> None:
+    """Score the current weights; `gate`: a scheduled eval, which the eval schedule counts."""
     snapshot = clone_state(state.trainer.learner.network)
     evaluator.load_weights(snapshot, state.train_iter)
     result = evaluator.evaluate()
-    state.last_eval_iter = state.train_iter
-    state.record_eval(result, snapshot)
+    if gate:
+        state.last_eval_iter = state.train_iter
+    state.record_eval(result, snapshot, final=not gate)
     progress.eval_done(result.reward_mean)
     log.info("eval at iter %d: reward_mean %.2f", state.train_iter, result.reward_mean)
 
@@ -104,4 +120,6 @@ def _evaluate(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> 
 def _final_eval(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
     """Score the final weights unless they were scored already (schedule.needs_final_eval)."""
     if needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
-        _evaluate(state, evaluator, progress)
+        # not counted by the schedule: a run resumed from here evaluates when the same run
+        # without the stop would have (resume is the same run)
+        _evaluate(state, evaluator, progress, gate=False)

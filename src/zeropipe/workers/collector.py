@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -86,6 +87,36 @@ class Collector:
         """Replace the network weights; call only between collects."""
         load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """Everything a later `collect` depends on besides the weights, as plain data: the envs
+        mid-episode, the unemitted trajectories, the acting state and the RNG. None when an env
+        cannot be captured (`EnvBatch.state_dict`); a resumed collector then starts new
+        episodes."""
+        envs = self.envs.state_dict()
+        if envs is None:
+            return None
+        return {
+            "envs": envs,
+            "trajectories": [t.state_dict() for t in self.trajectories],
+            "prev_actions": self.prev_actions.copy(),
+            "rng": self.rng.bit_generator.state,
+            "held": None if self.held is None else self.held.state_dict(),
+            "roots": self.roots.state_dict(),
+            "next_episode_id": self._next_episode_id,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` of a collector built from the same config and seed."""
+        self.envs.load_state_dict(state["envs"])
+        for trajectory, saved in zip(self.trajectories, state["trajectories"], strict=True):
+            trajectory.load_state_dict(saved)
+        self.prev_actions = np.asarray(state["prev_actions"]).copy()
+        self.rng.bit_generator.state = state["rng"]
+        if self.held is not None and state["held"] is not None:
+            self.held.load_state_dict(state["held"])
+        self.roots.load_state_dict(state["roots"])
+        self._next_episode_id = int(state["next_episode_id"])
 
     def collect(self, temperature: float, epsilon: float) -> CollectOutcome:
         """Play until at least `num_segments` segments are complete.

@@ -36,6 +36,15 @@ class HeldExploration:
         self.action = np.zeros(num_envs, dtype=np.int64)  # [B] the held random action
         self.remaining = np.zeros(num_envs, dtype=np.int64)  # [B] steps left to play it
 
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The holds in progress."""
+        return {"action": self.action.copy(), "remaining": self.remaining.copy()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Continue from a `state_dict()`."""
+        self.action = np.asarray(state["action"], dtype=np.int64).copy()
+        self.remaining = np.asarray(state["remaining"], dtype=np.int64).copy()
+
     def start_probability(self, epsilon: float) -> float:
         """Probability that a step not holding an action starts a hold."""
         k = self.hold_steps

@@ -14,6 +14,24 @@ import numpy as np
 
 from zeropipe.buffer.segment import GameSegment
 
+_STATE = (
+    "_episode_id",
+    "_start_step",
+    "_frames",
+    "_masks",
+    "_actions",
+    "_sampled",
+    "_chances",
+    "_rewards",
+    "_visits",
+    "_root_values",
+    "_pred_values",
+)
+
+
+def _copy(value):
+    return list(value) if isinstance(value, list) else value
+
 
 class Trajectory:
     """The not-yet-emitted part of one env's current episode.
@@ -55,6 +73,15 @@ class Trajectory:
         self._pred_values.clear()
         self._sampled.clear()
         self._chances.clear()
+
+    def state_dict(self) -> dict[str, object]:
+        """The unemitted part of the episode, as plain data (a collector's checkpoint)."""
+        return {name: _copy(getattr(self, name)) for name in _STATE}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Continue from a `state_dict()`."""
+        for name in _STATE:
+            setattr(self, name, _copy(state[name]))
 
     def stacked_obs(self) -> np.ndarray:
         """The current model input frames [S, *frame]."""

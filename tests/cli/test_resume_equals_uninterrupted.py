@@ -1,0 +1,89 @@
+"""Resume is the same run: a sync run stopped (at a limit, or SIGKILLed after a periodic
+checkpoint) and resumed gives the same evals at the same env steps, and the same learner losses,
+as the run never stopped. Through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import TINY, run_cli
+from tests.cli.test_run_recovery import start, wait_for
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
+
+WHOLE, PART = 480, 200
+SETTINGS = ["--set", "policy.learner_num_threads=1", "--set", "policy.eval_freq=10"]
+
+
+def _lines(run: Path, event: str) -> list[dict]:
+    lines = [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+    return [e for e in lines if e["event"] == event]
+
+
+def _scheduled_evals(run: Path) -> list[tuple]:
+    """(envstep, train_iter, reward_mean) of the evals the schedule ran (not a stop's final)."""
+    evals = _lines(run, "eval")
+    return [(e["envstep"], e["train_iter"], e["reward_mean"]) for e in evals if not e.get("final")]
+
+
+def _losses(run: Path) -> list[tuple]:
+    return [(e["train_iter"], e["value_loss"], e["policy_loss"]) for e in _lines(run, "train")]
+
+
+@pytest.fixture
+def whole(tmp_path: Path) -> Path:
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    done = run_cli(
+        "train", "tiny.yaml", "--quiet", *SETTINGS, "--set", "exp_name=whole",
+        "--set", f"max_env_step={WHOLE}", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(_scheduled_evals(tmp_path / "whole")) >= 4
+    return tmp_path / "whole"
+
+
+def test_stop_at_a_limit_and_resume_is_the_uninterrupted_run(whole: Path):
+    tmp = whole.parent
+    first = run_cli(
+        "train", "tiny.yaml", "--quiet", *SETTINGS, "--set", "exp_name=parts",
+        "--set", f"max_env_step={PART}", cwd=tmp,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    again = run_cli(
+        "train", "parts", "--resume", "--quiet", "--set", f"max_env_step={WHOLE}", cwd=tmp
+    )
+    assert again.returncode == 0, again.stderr
+    parts = tmp / "parts"
+    assert _scheduled_evals(parts) == _scheduled_evals(whole)
+    assert _losses(parts)[-1] == _losses(whole)[-1]
+    assert _lines(parts, "stop")[-1]["envstep"] == _lines(whole, "stop")[-1]["envstep"]
+
+
+def test_sigkill_after_a_periodic_checkpoint_and_resume_is_the_uninterrupted_run(whole: Path):
+    tmp = whole.parent
+    proc = start(
+        tmp, *SETTINGS, "--set", "exp_name=killed", "--set", f"max_env_step={WHOLE}",
+        "--set", "checkpoint.latest_interval_train_iter=40",
+    )  # fmt: skip
+    killed = tmp / "killed"
+    try:
+        wait_for(proc, killed, lambda e: e["event"] == "checkpoint" and e["train_iter"] >= 80)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    again = run_cli("train", "killed", "--resume", "--quiet", cwd=tmp)
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(x) for x in (killed / "log" / "metrics.jsonl").read_text().splitlines()]
+    resumed = max(i for i, e in enumerate(lines) if e["event"] == "resume")
+    after = [  # what the resumed process logged; the killed one may have gone further
+        (e["envstep"], e["train_iter"], e["reward_mean"])
+        for e in lines[resumed:]
+        if e["event"] == "eval" and not e.get("final")
+    ]
+    at = lines[resumed]["envstep"]
+    assert after and after == [e for e in _scheduled_evals(whole) if e[0] > at]
+    assert _losses(killed)[-1] == _losses(whole)[-1]
