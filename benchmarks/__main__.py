@@ -1,8 +1,9 @@
 """`python -m benchmarks`: search, learner, transport and pipeline figures in one run.
 
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
-`pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver) and
-`learning` (configs x seeds judged by their eval curves).
+`pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
+`learning` (configs x seeds judged by their eval curves) and `resume` (stopped-and-resumed runs
+against uninterrupted ones).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from benchmarks import (
     bench_learner,
     bench_pipeline,
     bench_pong,
+    bench_resume,
     bench_search,
     bench_transport,
     learning,
@@ -26,7 +28,12 @@ SECTIONS = {
     "transport": bench_transport.main,
     "pipeline": bench_pipeline.main,
 }
-ON_REQUEST = {"pong": bench_pong.main, "embed": bench_embed.main, "learning": learning.main}
+ON_REQUEST = {
+    "pong": bench_pong.main,
+    "embed": bench_embed.main,
+    "learning": learning.main,
+    "resume": bench_resume.main,
+}
 
 
 def main() -> None:

@@ -1,0 +1,85 @@
+"""`python -m benchmarks resume`: a run stopped and resumed against the same run never stopped.
+
+For each seed and pipeline: one run to `--to` env steps, and one stopped at `--stop` env steps and
+resumed (`zeropipe train RUN --resume --set max_env_step=TO`). Sync runs are deterministic per
+seed, so their scheduled evals must be identical (`same`); async runs are not, so the table gives
+both curves' evals side by side and their means after the stop, and `--plot` draws them.
+The stop value is lifted (`env.stop_value=1e5`) so that both runs go the whole way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ZEROPIPE = [sys.executable, "-m", "zeropipe", "train"]
+
+
+def _train(*args: str) -> None:
+    done = subprocess.run([*ZEROPIPE, *args, "--quiet"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"zeropipe train {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+
+
+def scheduled_evals(run: Path) -> list[tuple[int, float]]:
+    """(envstep, reward_mean) of the evals the schedule ran (a stop's final eval left out)."""
+    lines = [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+    return [
+        (e["envstep"], e["reward_mean"])
+        for e in lines
+        if e["event"] == "eval" and not e.get("final")
+    ]
+
+
+def pair(config: str, seed: int, pipeline: str, stop: int, to: int, out: Path) -> tuple[Path, Path]:
+    """Train the uninterrupted run and the stopped-and-resumed one; their directories."""
+    flag = ["--async-pipeline"] if pipeline == "async" else []
+    base = [*flag, "--set", f"seed={seed}", "--set", "env.stop_value=100000"]
+    whole, parts = out / f"{pipeline}_s{seed}_whole", out / f"{pipeline}_s{seed}_resumed"
+    _train(config, *base, "--set", f"exp_name={whole}", "--set", f"max_env_step={to}")
+    _train(config, *base, "--set", f"exp_name={parts}", "--set", f"max_env_step={stop}")
+    _train(str(parts), "--resume", *flag, "--set", f"max_env_step={to}")
+    return whole, parts
+
+
+def row(seed: int, pipeline: str, whole: Path, parts: Path, stop: int) -> str:
+    """One table row: identical or not, and the mean eval after the stop of each run."""
+    w, p = scheduled_evals(whole), scheduled_evals(parts)
+    after_w = [r for s, r in w if s > stop]
+    after_p = [r for s, r in p if s > stop]
+    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+    same = "same" if w == p else "differ"
+    return (
+        f"| {pipeline} | {seed} | {same} | {len(w)} / {len(p)} | {mean(after_w):.1f} | "
+        f"{mean(after_p):.1f} | {w[-1][1] if w else float('nan'):.1f} | "
+        f"{p[-1][1] if p else float('nan'):.1f} |"
+    )
+
+
+def main(argv: list[str]) -> None:
+    """Run the pairs and print the table (markdown)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks resume")
+    parser.add_argument("--config", default="configs/cartpole_muzero.yaml")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--pipelines", nargs="+", default=["sync", "async"])
+    parser.add_argument("--stop", type=int, default=2000, help="env steps of the first part")
+    parser.add_argument("--to", type=int, default=6000, help="env steps of both runs")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench_resume"))
+    parser.add_argument("--plot", type=Path, help="also draw every run's curve to this PNG")
+    args = parser.parse_args(argv)
+    print(f"config {args.config}, stop at {args.stop}, resume to {args.to} env steps")
+    print("| pipeline | seed | evals | count (whole / resumed) | mean after stop, whole | "
+          "resumed | last eval, whole | resumed |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    runs = []
+    for pipeline in args.pipelines:
+        for seed in args.seeds:
+            whole, parts = pair(args.config, seed, pipeline, args.stop, args.to, args.out)
+            print(row(seed, pipeline, whole, parts, args.stop), flush=True)
+            runs += [whole, parts]
+    if args.plot is not None:
+        plot = [sys.executable, "-m", "zeropipe", "plot", *map(str, runs), "-o", str(args.plot)]
+        subprocess.run(plot, check=True)
