@@ -32,8 +32,19 @@ log = logging.getLogger("zeropipe.cli")
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
+def _version() -> str:
+    """The installed package's version (the CLI sits below the package's own __init__)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("zeropipe")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zeropipe", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"zeropipe {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -234,14 +245,19 @@ def _train(args: argparse.Namespace) -> int:
     else:
         from zeropipe.pipeline.sync import train_sync
 
-        summary = train_sync(cfg, **start)
+        summary = train_sync(cfg, show_progress=not args.quiet, **start)
     print(
         f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
-        f"{summary.train_iter}, best eval {summary.best_reward}, {summary.wall_s:.0f}s; "
+        f"{summary.train_iter}, best eval {_score(summary.best_reward)}, "
+        f"{summary.wall_s:.0f}s; "
         f"outputs in {cfg.exp_name}/",
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _eval(args: argparse.Namespace) -> int:

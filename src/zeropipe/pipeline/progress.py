@@ -18,9 +18,17 @@ class ProgressLine:
         max_env_step: the env-step stop rule, shown as the denominator.
         stream: where to write (stderr by default).
         interval_s: minimum time between non-terminal updates.
+        enabled: draw at all (`--quiet`: no).
     """
 
-    def __init__(self, max_env_step: int, stream: TextIO | None = None, interval_s: float = 10.0):
+    def __init__(
+        self,
+        max_env_step: int,
+        stream: TextIO | None = None,
+        interval_s: float = 10.0,
+        enabled: bool = True,
+    ):
+        self.enabled = enabled
         self.max_env_step = max_env_step
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
@@ -38,7 +46,7 @@ class ProgressLine:
     def update(self, envstep: int, train_iter: int, force: bool = False) -> None:
         """Redraw if enough time passed (or `force`)."""
         now = time.monotonic()
-        if not force and now - self._last_draw < self.interval_s:
+        if not self.enabled or (not force and now - self._last_draw < self.interval_s):
             return
         self._last_draw = now
         elapsed = max(now - self.start, 1e-9)
@@ -56,6 +64,6 @@ class ProgressLine:
 
     def close(self) -> None:
         """End the in-place line."""
-        if self.tty:
+        if self.tty and self.enabled:
             self.stream.write("\n")
             self.stream.flush()

@@ -28,6 +28,7 @@ def train_sync(
     cfg: ExperimentConfig,
     resume: bool = False,
     init_weights: Mapping[str, torch.Tensor] | None = None,
+    show_progress: bool = True,
 ) -> RunSummary:
     """Train with the sync pipeline until a stop rule fires.
 
@@ -35,6 +36,7 @@ def train_sync(
         cfg: the experiment config.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
         init_weights: a new run's network starts from these weights (`--init-from`).
+        show_progress: draw the progress line on stderr.
 
     Returns:
         How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
@@ -52,7 +54,7 @@ def train_sync(
         init_weights=init_weights,
     )
     _continue_collector(state, collector)
-    progress = ProgressLine(cfg.max_env_step)
+    progress = ProgressLine(cfg.max_env_step, enabled=show_progress)
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)
