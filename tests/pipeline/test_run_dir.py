@@ -70,8 +70,29 @@ def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypa
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(run_dir_module.torch, "save", disk_full)
-    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*No space left"):
+    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar: the disk is full"):
         run.save(LATEST, latest_payload(2))
+    monkeypatch.undo()
+    _assert_first_save_intact(run, tmp_path / "run")
+
+
+@pytest.mark.parametrize(
+    ("free", "said"), [(100, "the disk is full (100 bytes free"), (10**9, "unexpected pos")]
+)
+def test_a_full_disk_is_named_whatever_the_writer_says(tmp_path, monkeypatch, free, said):
+    """torch.save reports a short write on a full disk as "unexpected pos N vs M"."""
+    run = RunDir(tiny_config(tmp_path / "run"))
+    run.save(LATEST, latest_payload(1))
+
+    def short_write(obj, f):
+        raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(run_dir_module.torch, "save", short_write)
+    usage = run_dir_module.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(run_dir_module.shutil, "disk_usage", lambda p: usage._replace(free=free))
+    with pytest.raises(CheckpointError) as info:
+        run.save(LATEST, latest_payload(2))
+    assert said in str(info.value) and "\n" not in str(info.value)
     monkeypatch.undo()
     _assert_first_save_intact(run, tmp_path / "run")
 

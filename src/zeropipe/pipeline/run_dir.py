@@ -24,10 +24,12 @@ once, with no fallback to the previous checkpoint: a replaced file is a reason t
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import math
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -211,8 +213,24 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         if interrupt is not None and interrupt is not exc:
             raise interrupt from None
         if isinstance(exc, OSError | RuntimeError):
-            raise CheckpointError(f"could not write {path}: {exc}") from exc
+            raise CheckpointError(f"could not write {path}: {_cause(exc, path)}") from exc
         raise
+
+
+# Below this many free bytes a failed write is put down to a full disk: torch.save reports one
+# as "unexpected pos N vs M" (its zip writer's view of a short write), which names no cause.
+FULL_DISK_BYTES = 1 << 20
+
+
+def _cause(exc: BaseException, path: Path) -> str:
+    """What went wrong, in words: a full disk is named as such, whatever the writer said."""
+    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    with contextlib.suppress(OSError):
+        free = shutil.disk_usage(path.parent).free
+        full = full or free < FULL_DISK_BYTES
+        if full:
+            return f"the disk is full ({free} bytes free in {path.parent}); free space and resume"
+    return " ".join(str(exc).split())
 
 
 def _interrupt_behind(exc: BaseException) -> BaseException | None:
