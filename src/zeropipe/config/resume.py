@@ -18,7 +18,13 @@ from typing import Any
 import yaml
 
 from zeropipe.config.experiment import ExperimentConfig
-from zeropipe.config.loader import ConfigError, apply_override, config_from_dict, read_yaml
+from zeropipe.config.loader import (
+    ConfigError,
+    apply_override,
+    config_from_dict,
+    load_config,
+    read_yaml,
+)
 
 log = logging.getLogger("zeropipe.config")
 
@@ -83,7 +89,11 @@ def load_resume_config(
     run = run_directory(target, overrides)
     saved_path = run / "config.yaml"
     if not saved_path.is_file():
-        raise ConfigError(f"--resume: {run} holds no config.yaml (is it a run directory?)")
+        if Path(target).is_dir():
+            raise ConfigError(f"--resume: {run} holds no run (no config.yaml, no checkpoint)")
+        # a directory without the run's own config (not written by zeropipe): the file given
+        # is all there is; the checkpoint's own checks follow
+        return load_config(target, overrides), []
     saved = read_yaml(saved_path)
     notes = [] if Path(target).is_dir() else _ignored(read_yaml(Path(target)), saved, target)
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy

@@ -224,13 +224,16 @@ FULL_DISK_BYTES = 1 << 20
 
 def _cause(exc: BaseException, path: Path) -> str:
     """What went wrong, in words: a full disk is named as such, whatever the writer said."""
+    said = " ".join(str(exc).split())
     full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
     with contextlib.suppress(OSError):
         free = shutil.disk_usage(path.parent).free
-        full = full or free < FULL_DISK_BYTES
-        if full:
-            return f"the disk is full ({free} bytes free in {path.parent}); free space and resume"
-    return " ".join(str(exc).split())
+        if full or free < FULL_DISK_BYTES:
+            return (
+                f"the disk is full ({free} bytes free in {path.parent}; the writer said: "
+                f"{said[:120]}); free space and resume"
+            )
+    return said
 
 
 def _interrupt_behind(exc: BaseException) -> BaseException | None:
