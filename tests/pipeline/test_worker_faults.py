@@ -7,6 +7,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -83,26 +84,34 @@ async def test_an_evaluator_killed_during_the_final_eval_is_replaced_and_it_runs
 HUNG_DEADLINES = {"min_request_deadline_s": 5.0, "request_deadline_factor": 3.0}
 
 
-async def run_with_a_stopped_worker(monkeypatch, cfg, kind) -> RunSummary:
+async def run_with_a_stopped_worker(monkeypatch, cfg, kind) -> tuple[RunSummary, list, dict]:
     """Run `cfg`; the worker sent the second request of `kind` is SIGSTOPped right after it (so
-    one request of its role was measured). The stopped process is SIGKILLed at the end, whatever
-    happened (no_leaks)."""
-    stopped: list[int] = []
+    one request of its role was measured). The run must stop by its rule with that worker
+    replaced once, as hung. Returns the summary, the run's events and the restart event. The
+    stopped process is SIGKILLed at the end, whatever happened (no_leaks)."""
+    stopped: list[tuple[str, int]] = []
 
     async def stop_second(endpoint, msg, n, real_send):
         await real_send(endpoint, msg)
         if n == 2:
-            stopped.append(worker_pid(endpoint.worker_name))
-            os.kill(stopped[-1], signal.SIGSTOP)
+            stopped.append((endpoint.worker_name, worker_pid(endpoint.worker_name)))
+            os.kill(stopped[-1][1], signal.SIGSTOP)
 
     patch_eval_send(monkeypatch, stop_second, kind=kind)
     try:
         async with asyncio.timeout(120):
-            return await train_async(cfg, show_progress=False)
+            summary = await train_async(cfg, show_progress=False)
     finally:
-        for pid in stopped:
+        for _name, pid in stopped:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    assert summary.stop_reason == "max_env_step"
+    log = events(Path(cfg.exp_name))
+    (restart,) = [e for e in log if e["event"] == "restart"]
+    ((name, _pid),) = stopped
+    assert restart["worker"] == name and restart["cause"] == "hung"
+    assert restart["error"].startswith(f"{name} hung: request ")
+    return summary, log, restart
 
 
 async def test_a_stopped_collector_is_replaced_as_hung_and_the_run_stops_by_its_rule(
@@ -110,12 +119,8 @@ async def test_a_stopped_collector_is_replaced_as_hung_and_the_run_stops_by_its_
 ):
     cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=HUNG_DEADLINES)
     cfg.max_env_step = 96
-    summary = await run_with_a_stopped_worker(monkeypatch, cfg, CollectRequest)
-    assert summary.stop_reason == "max_env_step"
-    log = events(tmp_path / "run")
-    (restart,) = [e for e in log if e["event"] == "restart"]
-    assert restart["worker"] == "collector-0" and restart["cause"] == "hung"
-    assert restart["error"].startswith("collector-0 hung: request ")
+    _summary, log, restart = await run_with_a_stopped_worker(monkeypatch, cfg, CollectRequest)
+    assert restart["worker"] == "collector-0"
     collects = [e for e in log if e["event"] == "collect"]
     assert any(e["time_s"] > restart["time_s"] for e in collects)  # the replacement collected
 
@@ -126,11 +131,8 @@ async def test_a_stopped_evaluator_is_replaced_as_hung_and_its_eval_runs_again(
     async_pipeline = {"eval_at_start": True, **HUNG_DEADLINES}
     cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=async_pipeline)
     cfg.max_env_step = 64
-    summary = await run_with_a_stopped_worker(monkeypatch, cfg, EvalRequest)
-    assert summary.stop_reason == "max_env_step"
-    log = events(tmp_path / "run")
-    (restart,) = [e for e in log if e["event"] == "restart"]
-    assert restart["worker"] == "evaluator-0" and restart["cause"] == "hung"
+    summary, log, restart = await run_with_a_stopped_worker(monkeypatch, cfg, EvalRequest)
+    assert restart["worker"] == "evaluator-0"
     evals = [e["policy_version"] for e in log if e["event"] == "eval"]
     assert evals == [0, summary.train_iter]  # the lost final eval re-opened the gate and ran
 
