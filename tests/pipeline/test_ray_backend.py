@@ -4,9 +4,11 @@ config errors, and (slow) collectors placed on a second node of a two-node clust
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
 import signal
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,7 +17,8 @@ from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
 from zeropipe.pipeline.async_driver import check_async_options, train_async
 from zeropipe.pipeline.backend import spawn_seed
-from zeropipe.pipeline.ray_backend import RayWeightStore, actor_name
+from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore, actor_name
+from zeropipe.transport import CollectRequest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 pytestmark = [pytest.mark.usefixtures("no_leaks", "no_ray_leaks")]
@@ -23,6 +26,19 @@ pytestmark = [pytest.mark.usefixtures("no_leaks", "no_ray_leaks")]
 
 def ray_config(run, **async_pipeline):
     return tiny_config(run, async_pipeline={"backend": "ray", "enabled": True, **async_pipeline})
+
+
+@contextlib.asynccontextmanager
+async def driving(cfg) -> AsyncIterator[asyncio.Task]:
+    """`cfg`'s run as a task; cancelled (and awaited) if the block leaves it running."""
+    driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
+    try:
+        yield driver
+    finally:
+        if not driver.done():
+            driver.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await driver
 
 
 @pytest.mark.timeout(240)
@@ -65,19 +81,13 @@ async def test_a_killed_collector_actor_is_restarted_and_the_run_stops_by_its_ru
     run = tmp_path / "run"
     cfg = ray_config(run, ray_local_mode=True)  # Ray 2.60 has none: a private Ray, said so
     cfg.max_env_step = 600
-    driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
-    try:
+    async with driving(cfg) as driver:
         await wait_for_event(run, lambda e: e["event"] == "train" and e["train_iter"] >= 4)
         actor = ray.get_actor(actor_name(os.getpid(), "collector-0", 0))
         hello, _node = await actor.hello.remote()
         os.kill(hello.pid, signal.SIGKILL)  # the actor's process, mid-run
         async with asyncio.timeout(240):
             summary = await driver
-    finally:
-        if not driver.done():
-            driver.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await driver
     assert summary.stop_reason == "max_env_step"
     assert "has no local mode" in caplog.text
     log = events(run)
@@ -87,6 +97,52 @@ async def test_a_killed_collector_actor_is_restarted_and_the_run_stops_by_its_ru
     assert "actor died" in restart["error"]
     after = [e for e in log if e["event"] == "collect" and e["time_s"] > restart["time_s"]]
     assert after, "the replacement actor never collected"
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of `pid` in /proc (T: stopped, Z: exited), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+@pytest.mark.timeout(300)
+async def test_a_stopped_collector_actor_is_killed_as_hung_and_replaced(tmp_path, monkeypatch):
+    stopped: list[int] = []
+    collects = 0
+    real_submit = RayBackend.submit
+
+    async def submit(self, handle, request):
+        nonlocal collects
+        await real_submit(self, handle, request)
+        collects += isinstance(request, CollectRequest)
+        if collects == 2 and not stopped:  # one collect measured: SIGSTOP the actor's process
+            stopped.append(handle.pid)
+            os.kill(handle.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(RayBackend, "submit", submit)
+    run = tmp_path / "run"
+    cfg = ray_config(run, min_request_deadline_s=5.0, request_deadline_factor=3.0)
+    cfg.max_env_step = 96
+    try:
+        async with driving(cfg) as driver:
+            restart = await wait_for_event(run, lambda e: e["event"] == "restart", timeout_s=120)
+            assert restart["worker"] == "collector-0" and restart["cause"] == "hung"
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while process_state(stopped[0]) not in (None, "Z") and loop.time() < deadline:
+                await asyncio.sleep(0.1)  # polling for the killed process to exit, bounded
+            assert process_state(stopped[0]) in (None, "Z"), "ray.kill left the stopped actor"
+            async with asyncio.timeout(180):
+                summary = await driver
+    finally:
+        for pid in stopped:
+            if process_state(pid) == "T":
+                os.kill(pid, signal.SIGKILL)
+    assert summary.stop_reason == "max_env_step"
+    assert [e["worker"] for e in events(run) if e["event"] == "restart"] == ["collector-0"]
 
 
 def test_ray_without_ray_installed_is_a_config_error_naming_the_extra(tmp_path, monkeypatch):

@@ -1,11 +1,13 @@
-"""Worker faults in the async pipeline: failed sends, dead evaluators, restarts, seeds, budget."""
+"""Worker faults in the async pipeline: failed sends, dead or hung workers, restarts, seeds."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,8 @@ from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.backend import RestartWindow, spawn_seed
-from zeropipe.transport import DriverEndpoint, EvalRequest, WorkerGone
+from zeropipe.pipeline.run_state import RunSummary
+from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest, WorkerGone
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
@@ -23,13 +26,14 @@ def worker_pid(name: str) -> int:
     return process.pid
 
 
-def patch_eval_send(monkeypatch, action) -> list[EvalRequest]:
-    """Wrap DriverEndpoint.send: `action(endpoint, request, n)` runs for the n-th eval request."""
+def patch_eval_send(monkeypatch, action, kind=EvalRequest) -> list:
+    """Wrap DriverEndpoint.send: `action(endpoint, request, n)` runs for the n-th request of
+    `kind` (eval requests unless told)."""
     real_send = DriverEndpoint.send
-    sent: list[EvalRequest] = []
+    sent: list = []
 
     async def send(self, msg):
-        if isinstance(msg, EvalRequest):
+        if isinstance(msg, kind):
             sent.append(msg)
             return await action(self, msg, len(sent), real_send)
         return await real_send(self, msg)
@@ -73,6 +77,64 @@ async def test_an_evaluator_killed_during_the_final_eval_is_replaced_and_it_runs
     assert [e["worker"] for e in log if e["event"] == "restart"] == ["evaluator-0"]
     evals = [e["policy_version"] for e in log if e["event"] == "eval"]
     assert evals == [0, summary.train_iter]  # before the fix the final eval was skipped
+
+
+# Test-sized deadlines: a warm tiny collect takes well under a second; 5 s and 3 × the longest
+# recent one leave a loaded machine room, while the stopped collector is noticed within seconds.
+HUNG_DEADLINES = {"min_request_deadline_s": 5.0, "request_deadline_factor": 3.0}
+
+
+async def run_with_a_stopped_worker(monkeypatch, cfg, kind) -> tuple[RunSummary, list, dict]:
+    """Run `cfg`; the worker sent the second request of `kind` is SIGSTOPped right after it (so
+    one request of its role was measured). The run must stop by its rule with that worker
+    replaced once, as hung. Returns the summary, the run's events and the restart event. The
+    stopped process is SIGKILLed at the end, whatever happened (no_leaks)."""
+    stopped: list[tuple[str, int]] = []
+
+    async def stop_second(endpoint, msg, n, real_send):
+        await real_send(endpoint, msg)
+        if n == 2:
+            stopped.append((endpoint.worker_name, worker_pid(endpoint.worker_name)))
+            os.kill(stopped[-1][1], signal.SIGSTOP)
+
+    patch_eval_send(monkeypatch, stop_second, kind=kind)
+    try:
+        async with asyncio.timeout(120):
+            summary = await train_async(cfg, show_progress=False)
+    finally:
+        for _name, pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert summary.stop_reason == "max_env_step"
+    log = events(Path(cfg.exp_name))
+    (restart,) = [e for e in log if e["event"] == "restart"]
+    ((name, _pid),) = stopped
+    assert restart["worker"] == name and restart["cause"] == "hung"
+    assert restart["error"].startswith(f"{name} hung: request ")
+    return summary, log, restart
+
+
+async def test_a_stopped_collector_is_replaced_as_hung_and_the_run_stops_by_its_rule(
+    tmp_path, monkeypatch
+):
+    cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=HUNG_DEADLINES)
+    cfg.max_env_step = 96
+    _summary, log, restart = await run_with_a_stopped_worker(monkeypatch, cfg, CollectRequest)
+    assert restart["worker"] == "collector-0"
+    collects = [e for e in log if e["event"] == "collect"]
+    assert any(e["time_s"] > restart["time_s"] for e in collects)  # the replacement collected
+
+
+async def test_a_stopped_evaluator_is_replaced_as_hung_and_its_eval_runs_again(
+    tmp_path, monkeypatch
+):
+    async_pipeline = {"eval_at_start": True, **HUNG_DEADLINES}
+    cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=async_pipeline)
+    cfg.max_env_step = 64
+    summary, log, restart = await run_with_a_stopped_worker(monkeypatch, cfg, EvalRequest)
+    assert restart["worker"] == "evaluator-0"
+    evals = [e["policy_version"] for e in log if e["event"] == "eval"]
+    assert evals == [0, summary.train_iter]  # the lost final eval re-opened the gate and ran
 
 
 async def test_a_restart_does_not_block_training(tmp_path, monkeypatch):

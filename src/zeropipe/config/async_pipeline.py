@@ -1,6 +1,12 @@
 """The async segment pipeline's settings (`policy.async_pipeline`, DESIGN §5, §6).
 
 Runs in: any. Names and defaults are the contract.
+
+Request deadlines (pipeline/deadline.py): a collect or eval request gets
+`request_deadline_factor` × the longest of its role's recent request durations, at least
+`min_request_deadline_s`; a worker's first request after each start (model load, env build,
+search compile) gets at least `first_request_deadline_s`. A request past its deadline marks its
+worker hung: it is killed and replaced under the restart rules (`max_restarts_per_window`).
 """
 
 from __future__ import annotations
@@ -101,6 +107,29 @@ class AsyncPipelineConfig(Section):
         gt=0.0,
         description="Sliding window (seconds) over which a worker's restarts are counted, so a "
         "long run survives occasional unrelated crashes.",
+    )
+
+    request_deadline_factor: float | None = Field(
+        10.0,
+        ge=1.0,
+        description="A collect or eval request that gets no reply within this multiple of the "
+        "longest of its role's last 16 request durations (and at least min_request_deadline_s, "
+        "or first_request_deadline_s) marks its worker hung: it is killed and replaced under the "
+        "restart rules, its request lost. None: no deadline (a stopped worker is never noticed).",
+    )
+    min_request_deadline_s: float = Field(
+        300.0,
+        gt=0.0,
+        description="The least time a request of a worker that already answered one is allowed "
+        "before the worker counts as hung (generous: a false alarm costs the request's work and "
+        "a restart, a late one only idle time).",
+    )
+    first_request_deadline_s: float = Field(
+        900.0,
+        gt=0.0,
+        description="The least time the first request of each worker start is allowed (it also "
+        "loads the model, builds its envs and compiles the search, which no measured request "
+        "shows); also the least for any request before its role has a measured one.",
     )
 
     @property

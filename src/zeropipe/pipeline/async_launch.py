@@ -3,7 +3,7 @@
 Runs in: driver (event-loop thread; copying weights into a snapshot runs on the driver's heavy
 thread, awaited). `AsyncRun` (async_loop.py) holds one `Launcher`: what to launch, when, and which
 snapshot it gets (DESIGN §5: weight sync, backpressure, eval), and the bookkeeping of the requests
-in flight, which a reply or a worker's death settles.
+in flight, which a reply, a worker's death or its request's deadline (deadline.py) settles.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from zeropipe.pipeline.deadline import RequestDeadlines, WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
@@ -71,6 +72,7 @@ class Launcher:
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
         self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
         self.publish_s = 0.0  # seconds spent publishing snapshots
+        self.deadlines = RequestDeadlines(self.ap)
 
     def inflight(self, role: Role) -> int:
         """Requests in flight on the workers of `role`."""
@@ -139,6 +141,7 @@ class Launcher:
         """
         self.publisher.acquire(request.snapshot)
         handle.request = (request.request_id, request.snapshot)
+        self.deadlines.start(handle, request.request_id)
         try:
             await self.pool.submit(handle, request)
         except TransportError as exc:
@@ -156,6 +159,7 @@ class Launcher:
         if handle.request is None or handle.request[0] != request_id:
             raise WorkerFailed(f"{handle.name} answered request {request_id} it was not given")
         self.publisher.release(handle.request[1])
+        self.deadlines.finish(handle)
         handle.request = None
 
     def collect_done(self, request_id: int) -> int:
@@ -172,11 +176,16 @@ class Launcher:
             return
         request_id, ref = handle.request
         self.publisher.release(ref)
+        self.deadlines.drop(handle)
         self.collect_launch_iter.pop(request_id, None)
         lost = self.pending_evals.pop(request_id, None)
         if lost is not None:
             self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
         handle.request = None
+
+    def hung(self) -> list[tuple[WorkerHandle, WorkerHung]]:
+        """The workers whose request ran past its deadline (the driver replaces them)."""
+        return self.deadlines.overdue()
 
     # ------------------------------------------------------------- snapshots
     async def _snapshot_for_collect(self) -> SnapshotRef:

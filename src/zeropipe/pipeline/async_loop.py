@@ -12,6 +12,8 @@ backend.
 Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
 snapshot lease is released, an eval it was running is forgotten and the eval gate re-opens — and
 is replaced without blocking the loop (the learner keeps training while the replacement starts).
+A worker whose request runs past its deadline (deadline.py) is hung: it is killed and replaced
+the same way, its request lost, and the `restart` event says `cause: hung`.
 Restarts are limited per worker within `restart_window_s`. The final eval follows the rule both
 pipelines share (schedule.needs_final_eval) whenever an evaluator exists: after a limit stop the
 run ends only once an eval of version == `train_iter` was recorded.
@@ -27,6 +29,7 @@ import torch
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_launch import Launcher
 from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
+from zeropipe.pipeline.deadline import WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
@@ -82,6 +85,8 @@ class AsyncRun:
         """Run until a stop rule fires."""
         while True:
             await self._handle_messages(timeout_s=0.0)
+            for handle, exc in self.launcher.hung():  # after the replies that did arrive
+                self._on_worker_gone(handle, exc)
             await self.launcher.launch_eval()
             await self.launcher.launch_collects()
             trained = await self._train_chunk()
@@ -233,17 +238,20 @@ class AsyncRun:
     def _on_worker_gone(self, handle: WorkerHandle, exc: Exception) -> None:
         """Forget the worker's request, then start a replacement (without waiting for it).
 
+        A hung worker (`WorkerHung`) is still running: the backend's restart kills it.
+
         Raises:
             WorkerFailed: the worker used up its restarts within `restart_window_s`.
         """
+        cause = "hung" if isinstance(exc, WorkerHung) else "died"
         self.launcher.forget(handle)
         window = self.restart_windows[handle.name]
         if not window.allow():
             raise WorkerFailed(
-                f"{handle.name} died {window.max_restarts + 1} times within "
+                f"{handle.name} died or hung {window.max_restarts + 1} times within "
                 f"{window.window_s:.0f}s (policy.async_pipeline.restart_window_s); last: {exc}"
             )
-        log.error("%s died (%s); restarting it", handle.name, exc)
+        log.error("%s %s (%s); restarting it", handle.name, cause, exc)
         self.pool.restart(handle)
         self.state.run.metrics.log(
             "restart",
@@ -252,6 +260,7 @@ class AsyncRun:
             worker=handle.name,
             generation=handle.generation,
             seed=handle.seed,
+            cause=cause,
             error=str(exc),
         )
 

@@ -15,7 +15,9 @@ actors' side is `workers/ray_actor.py`; the Ray connection is `ray_session.py`.
 - **Faults.** A call that fails because the actor died (`RayActorError` and friends) is reported
   as `WorkerGone`, and the driver replaces the actor by the rules both backends share (backend.py:
   restart window, fresh seed per generation, `restart` event). An actor that dies while idle is
-  found at its next request. An exception inside the actor arrives as a `WorkerError` reply.
+  found at its next request. An exception inside the actor arrives as a `WorkerError` reply. An
+  actor whose request runs past its deadline (deadline.py) is hung: the restart's `_end` kills it
+  with `ray.kill` (Ray force-kills the actor's process) and cancels the call awaiting its reply.
 """
 
 from __future__ import annotations

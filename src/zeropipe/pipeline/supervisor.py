@@ -12,6 +12,8 @@ Restarts never block the driver: `restart()` spawns the replacement and returns;
 runs in a named task, and the worker becomes `idle` (usable) only once it is done. A replacement
 that fails its handshake reports `WorkerStartFailed` through the inbox, which the driver counts as
 one more death. Every spawn gets its own seed (backend.spawn_seed), as every Ray actor start does.
+A hung worker (its request past its deadline, deadline.py) is replaced by the same `restart()`:
+`_end` SIGKILLs the old process, which also ends a stopped (SIGSTOP) one, and reaps it.
 """
 
 from __future__ import annotations
