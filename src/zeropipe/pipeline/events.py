@@ -88,12 +88,13 @@ class PublishEvent(RunEvent):
 
 @dataclass(frozen=True)
 class RestartEvent(RunEvent):
-    """A worker died and was replaced."""
+    """A worker died, or hung past its request deadline, and was replaced."""
 
     worker: str | None = None
     generation: int | None = None
     seed: int | None = None
     error: str | None = None
+    cause: str | None = None  # "died" | "hung"
 
 
 @dataclass(frozen=True)
