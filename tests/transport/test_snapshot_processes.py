@@ -49,6 +49,9 @@ class _LeasedStress:
         self.in_flight: dict[int, SnapshotRef] = {}
         self.completed = 0
         self.version = 0
+        # Set on every send and when publishing ends: the reply loop waits on it while nothing
+        # is in flight (a recv then could wait for a request that is never sent).
+        self.changed = asyncio.Event()
 
     async def publish_loop(self, duration_s: float) -> None:
         deadline = time.monotonic() + duration_s
@@ -59,10 +62,16 @@ class _LeasedStress:
                 self.publisher.acquire(ref)  # leased from send until the reply
                 self.in_flight[self.version] = ref
                 await self.endpoint.send(CollectRequest(self.version, ref, self.version, 0, 1, 0))
+                self.changed.set()
             await asyncio.sleep(0)
+        self.changed.set()
 
     async def reply_loop(self, publishing: asyncio.Task[None]) -> None:
         while not publishing.done() or self.in_flight:
+            if not self.in_flight:
+                await self.changed.wait()
+                self.changed.clear()
+                continue
             msg = await self.endpoint.recv(timeout=30)
             assert isinstance(msg, CollectResult), msg  # a WorkerError names the torn read
             assert msg.policy_version == msg.request_id
