@@ -49,4 +49,6 @@ def test_train_lines_and_final_eval_are_the_same_in_both_pipelines(tmp_path, pip
     assert sum(e["learner_steps"] for e in trains) == 10
     assert trains[-1]["train_iter"] == 10
     # the final weights are scored once (neither pipeline evaluated before: eval_freq is huge)
-    assert [e["policy_version"] for e in log if e["event"] == "eval"] == [10]
+    evals = [e for e in log if e["event"] == "eval"]
+    assert [e["policy_version"] for e in evals] == [10]
+    assert evals[0].get("final") is True  # marked, and kept out of the eval gate, in both

@@ -36,6 +36,7 @@ class PendingEval:
 
     snapshot: dict[str, torch.Tensor]
     previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
+    final: bool = False  # the final eval (schedule.needs_final_eval): outside the eval gate
 
 
 class Launcher:
@@ -126,8 +127,9 @@ class Launcher:
         if not idle:
             return
         weights = await self.heavy.run(clone_state, state.trainer.learner.network)
-        pending = PendingEval(weights, state.last_eval_iter)
-        state.last_eval_iter = state.train_iter
+        pending = PendingEval(weights, state.last_eval_iter, final)
+        if not final:  # as in sync, the final eval does not move the gate
+            state.last_eval_iter = state.train_iter
         ref = await self._publish(force=True, reason="eval")
         request = EvalRequest(next(self.request_ids), ref, state.train_iter, state.envstep)
         self.pending_evals[request.request_id] = pending
@@ -166,9 +168,9 @@ class Launcher:
         """The train_iter at which a finished collect was launched."""
         return self.collect_launch_iter.pop(request_id)
 
-    def eval_done(self, request_id: int) -> dict[str, torch.Tensor]:
-        """The exact weights a finished eval scored."""
-        return self.pending_evals.pop(request_id).snapshot
+    def eval_done(self, request_id: int) -> PendingEval:
+        """What a finished eval scored: its exact weights, and whether it was the final eval."""
+        return self.pending_evals.pop(request_id)
 
     def forget(self, handle: WorkerHandle) -> None:
         """The worker is gone: drop its request; a lost eval re-opens the eval gate."""

@@ -221,7 +221,7 @@ class AsyncRun:
 
     async def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
         self.launcher.finish(handle, msg.request_id)
-        snapshot = self.launcher.eval_done(msg.request_id)
+        pending = self.launcher.eval_done(msg.request_id)
         outcome = EvalOutcome(
             reward_mean=msg.reward_mean,
             episode_returns=list(msg.episode_returns),
@@ -230,7 +230,8 @@ class AsyncRun:
             envsteps=0,
             duration_s=msg.duration_s,
         )
-        await self.heavy.run(self.state.record_eval, outcome, snapshot)  # may save a best
+        # may save a best
+        await self.heavy.run(self.state.record_eval, outcome, pending.snapshot, pending.final)
         if self.progress is not None:
             self.progress.eval_done(msg.reward_mean)
         log.info("eval of version %d: reward_mean %.2f", msg.policy_version, msg.reward_mean)
