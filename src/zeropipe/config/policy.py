@@ -85,10 +85,11 @@ class PolicyConfig(Section):
     learner_num_threads: int | None = Field(
         None,
         ge=1,
-        description="Torch CPU threads of the driver/learner process. None: torch's default in "
-        "the sync pipeline; in the async pipeline, before every learner step, the cores not "
-        "taken by the workers that have a request in flight (min 1): the learner gets the "
-        "cores while backpressure holds the collectors, and gives them back when they collect.",
+        description="Torch CPU threads of the driver/learner process. None: chosen once per run "
+        "(logged; a resumed run keeps its count): one for a model without convolutions, "
+        "else the usable cores not busy with other processes at the start; in the async "
+        "pipeline at most that, before every learner step, the cores not taken by the workers "
+        "that have a request in flight (min 1).",
     )
     model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
     # search

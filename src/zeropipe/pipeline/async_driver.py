@@ -90,7 +90,6 @@ async def train_async(
             functools.partial(open_run, init_weights=init_weights),
             cfg,
             resume,
-            threads,
             listeners,
         )
         return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)

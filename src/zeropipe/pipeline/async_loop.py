@@ -135,7 +135,8 @@ class AsyncRun:
             and self.state.train_iter < self.cfg.max_train_iter
             and self.state.stop_reason != "stop_value"
         ):
-            await self.heavy.run(self._learner_step, learner_threads(self.cfg, self._busy_cpus()))
+            threads = learner_threads(self.cfg, self._busy_cpus(), self.state.threads.threads)
+            await self.heavy.run(self._learner_step, threads)
             trained += 1
             await self._handle_messages(timeout_s=0.0)
             await self.launcher.launch_eval()

@@ -28,6 +28,7 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.threads import apply_threads, choose_threads
 from zeropipe.pipeline.training import Trainer
 
 log = logging.getLogger("zeropipe.driver")
@@ -43,7 +44,6 @@ def _no_actors() -> None:
 def open_run(
     cfg: ExperimentConfig,
     resume: bool,
-    threads: int | None,
     listeners: Iterable[Listener] = (),
     build_actors: Callable[[], A] = _no_actors,  # type: ignore[assignment]
     init_weights: Mapping[str, torch.Tensor] | None = None,
@@ -54,7 +54,6 @@ def open_run(
     Args:
         cfg: the experiment config.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
-        threads: torch threads of the learner (None: torch's default).
         listeners: called with every metrics record as it is written.
         build_actors: builds what the driver acts with in-process (the sync pipeline's collector
             and evaluator). It runs after the learner is built, so the actors' networks draw
@@ -73,16 +72,17 @@ def open_run(
     """
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
-    if threads is not None:
-        torch.set_num_threads(threads)
     comps = build_driver(cfg)
+    restored = loaded[1].get("learner_threads") if loaded is not None else None
+    threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
+    apply_threads(threads)
     if init_weights is not None:
         _start_from(comps.learner, init_weights)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
     run.metrics.listeners.extend(listeners)
-    state = RunState(cfg, run, trainer)
+    state = RunState(cfg, run, trainer, threads)
     if loaded is not None:
         state.restore_latest(loaded)
     return state, actors

@@ -49,7 +49,6 @@ def train_sync(
     state, (collector, evaluator) = open_run(
         cfg,
         resume,
-        cfg.policy.learner_num_threads,
         build_actors=lambda: (build_collector(cfg), build_evaluator(cfg)),
         init_weights=init_weights,
     )
