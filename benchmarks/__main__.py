@@ -2,8 +2,9 @@
 
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
-`learning` (configs x seeds judged by their eval curves) and `resume` (stopped-and-resumed runs
-against uninterrupted ones).
+`learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs
+against uninterrupted ones) and `neighbours` (the main job alone, beside a busy process, and two
+at once).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from benchmarks import (
     bench_embed,
     bench_learner,
+    bench_neighbours,
     bench_pipeline,
     bench_pong,
     bench_resume,
@@ -33,6 +35,7 @@ ON_REQUEST = {
     "embed": bench_embed.main,
     "learning": learning.main,
     "resume": bench_resume.main,
+    "neighbours": bench_neighbours.main,
 }
 
 
