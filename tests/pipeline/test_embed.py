@@ -82,6 +82,16 @@ async def test_events_status_and_endpoint_agree_with_metrics_jsonl(tmp_path):
     summary = await run.wait()
     log = records(tmp_path / "run")
     assert [dict(e.record) for e in events] == log  # every line, in order
+    for event in events:  # every field of its line is an attribute of the event
+        assert all(
+            getattr(event, k) in (v, tuple(v) if isinstance(v, list) else v)
+            for k, v in event.record.items()
+        )
+    trains = [e for e in events if isinstance(e, TrainEvent)]
+    last_train = [r for r in log if r["event"] == "train"][-1]
+    assert trains[-1].losses == {k: v for k, v in last_train.items() if k.endswith("_loss")}
+    assert {"total_loss", "value_loss", "policy_loss"} <= set(trains[-1].losses)
+    assert trains[-1].value_loss == last_train["value_loss"]
     kinds = {CollectEvent: "collect", TrainEvent: "train", EvalEvent: "eval"}
     for cls, name in {**kinds, PublishEvent: "publish", StopEvent: "stop"}.items():
         assert all(isinstance(e, cls) for e in events if e.event == name)
