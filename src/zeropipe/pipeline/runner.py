@@ -8,9 +8,10 @@ learner step is taken and logged, and how a run ends are written here once (DESI
 The `train` metrics line is the same in both pipelines: the learner metrics averaged over the
 steps since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s`
 (over this process's run), `learner_threads` (of the last step), `budget_queue_len`,
-`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every completed train
-budget (one collect's steps), after the step that reaches `max_train_iter`, and, for steps still
-unlogged when a run ends early (stop value, cancellation, error), once at its end.
+`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every learner step
+whose train_iter is a multiple of `train_log_interval` (a steady cadence, the same lines in a run
+resumed as in the run never stopped), after the step that reaches `max_train_iter`, and, for steps
+still unlogged when a run ends (a limit, stop value, cancellation, error), once at its end.
 """
 
 from __future__ import annotations
@@ -107,11 +108,10 @@ def _start_from(learner: Learner, weights: Mapping[str, torch.Tensor]) -> None:
 
 def learner_step(state: RunState) -> None:
     """One learner step from the head budget, the periodic save it may be due, its train line."""
-    trainer = state.trainer
-    completed = trainer.completed_budgets
-    trainer.step()
+    state.trainer.step()
     state.save_periodic()
-    if trainer.completed_budgets > completed or state.train_iter >= state.cfg.max_train_iter:
+    cfg = state.cfg
+    if state.train_iter % cfg.train_log_interval == 0 or state.train_iter >= cfg.max_train_iter:
         log_train(state)
 
 
