@@ -95,7 +95,8 @@ class AsyncRun:
             if self._drained() and await self._final_eval_done():
                 return
             if self.progress is not None:
-                self.progress.update(self.state.envstep, self.state.train_iter)
+                stats = self.trainer.stats
+                self.progress.update(self.state.envstep, self.state.train_iter, losses=stats.recent)
             if trained == 0:
                 await self._handle_messages(timeout_s=self.ap.poll_interval_s)
             else:
