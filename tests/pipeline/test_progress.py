@@ -25,11 +25,12 @@ def test_the_learner_rate_is_over_the_last_seconds_not_the_run(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(progress_module.time, "monotonic", clock)
     line = ProgressLine(1000, stream=io.StringIO(), interval_s=0.0)
-    for t, it in [(0.0, 0), (10.0, 100), (15.0, 105), (20.0, 110)]:
+    for t, env, it in [(0.0, 0, 0), (10.0, 400, 100), (15.0, 420, 105), (20.0, 440, 110)]:
         clock.now = t
-        line.update(10, it)
-    # the last 10 s: 100 -> 110 in 10 s = 1 it/s (the run's average would be 5.5)
-    assert line.learner_rate() == 1.0
+        line.update(env, it)
+    # the last 10 s: 400 -> 440 env steps and 100 -> 110 iterations in 10 s (the run's averages
+    # would be 22 and 5.5)
+    assert line.rates() == (4.0, 1.0)
 
 
 def test_a_plain_line_has_counters_losses_rate_and_eval(monkeypatch):
@@ -42,7 +43,7 @@ def test_a_plain_line_has_counters_losses_rate_and_eval(monkeypatch):
     line.eval_done(26.333333)
     line.update(96, 8, losses={"total_loss": 1.23456, "value_loss": 0.5, "policy_loss": 0.25})
     last = out.getvalue().splitlines()[-1]
-    assert last.startswith("env 96/600  iter 8 (2.0 it/s)  loss 1.23 v 0.5 p 0.25")
+    assert last.startswith("env 96/600  24.0 env/s  iter 8 (2.0 it/s)  loss 1.23 v 0.5 p 0.25")
     assert "eval 26.3 (best 26.3)" in last
 
 

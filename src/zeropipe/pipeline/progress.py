@@ -1,6 +1,6 @@
-"""The live progress line on the console: a bar over env steps with its ETA, train_iter and the
-learner's rate over the last seconds, the main losses, and the last and best eval reward; during
-a long eval, the eval's own progress.
+"""The live progress line on the console: a bar over env steps with its ETA, the env and learner
+rates over the last 10 seconds, train_iter, the main losses, and the last and best eval reward;
+during a long eval, the eval's own progress.
 
 Runs in: driver. On a terminal it is a tqdm bar redrawn in place (tqdm: the rate, the ETA and the
 terminal width are its business, not ours); otherwise (CI, a log file) a plain line is printed at
@@ -49,7 +49,8 @@ class ProgressLine:
         self.last_eval: float | None = None
         self.best_eval: float | None = None
         self.eval_status: str | None = None  # "eval 2/3 episodes, 350 steps" during an eval
-        self._iters: deque[tuple[float, int]] = deque()  # (time, train_iter) in the window
+        # (time, envstep, train_iter) over the rate window
+        self._iters: deque[tuple[float, int, int]] = deque()
         self._counters = (0, 0)
         self._losses: Mapping[str, float] = {}
         self.bar = self._bar() if enabled and self.tty else None
@@ -87,7 +88,7 @@ class ProgressLine:
         self._counters = (envstep, train_iter)
         if losses:
             self._losses = losses
-        self._iters.append((now, train_iter))
+        self._iters.append((now, envstep, train_iter))
         while len(self._iters) > 2 and now - self._iters[1][0] >= RATE_WINDOW_S:
             self._iters.popleft()
         if not self.enabled or (not force and now - self._last_draw < self.interval_s):
@@ -105,7 +106,8 @@ class ProgressLine:
             self.stream.flush()
 
     def _postfix(self, train_iter: int) -> str:
-        parts = [f"iter {train_iter} ({self.learner_rate():.1f} it/s)"]
+        env_rate, learner_rate = self.rates()
+        parts = [f"{env_rate:.1f} env/s  iter {train_iter} ({learner_rate:.1f} it/s)"]
         shown = [
             f"{name} {self._losses[key]:.3g}" for name, key in SHOWN_LOSSES if key in self._losses
         ]
@@ -117,10 +119,13 @@ class ProgressLine:
             parts.append(f"eval {self.last_eval:.1f} (best {self.best_eval:.1f})")
         return "  ".join(parts)
 
-    def learner_rate(self) -> float:
-        """Learner steps per second over the last RATE_WINDOW_S seconds."""
-        (t0, i0), (t1, i1) = self._iters[0], self._iters[-1]
-        return (i1 - i0) / (t1 - t0) if t1 > t0 else 0.0
+    def rates(self) -> tuple[float, float]:
+        """Env steps and learner steps per second over the last RATE_WINDOW_S seconds (the
+        status endpoint's `_10s` rates are the same window)."""
+        (t0, e0, i0), (t1, e1, i1) = self._iters[0], self._iters[-1]
+        if t1 <= t0:
+            return 0.0, 0.0
+        return (e1 - e0) / (t1 - t0), (i1 - i0) / (t1 - t0)
 
     def close(self) -> None:
         """End the in-place line."""
