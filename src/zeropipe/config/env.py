@@ -18,6 +18,13 @@ class EnvConfig(Section):
         "ALE/Pong-v5, or zeropipe/Chain-v0 (the tiny deterministic test env); a third-party id as "
         "'module:EnvId' (e.g. minatar.gym:MinAtar/Breakout-v1) imports the module first."
     )
+    register_envs: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        description="'module:function' called once in every process before its envs are made, "
+        "for packages that register their gymnasium ids only when asked (MinAtar 1.0.15: "
+        "minatar.gym:register_envs, with env_id MinAtar/Breakout-v1).",
+    )
     collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
     evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
     n_evaluator_episode: int = Field(3, ge=1, description="Episodes per evaluation.")

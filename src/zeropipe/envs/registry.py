@@ -61,6 +61,40 @@ def gym_id(env_id: str) -> str:
     return name
 
 
+def run_register_hook(hook: str | None) -> None:
+    """Call `env.register_envs` ('module:function'), once per process and hook.
+
+    Some packages register their gymnasium ids only when a function of theirs is called (MinAtar
+    1.0.15: `minatar.gym.register_envs()`), so importing the module (`module:EnvId`) is not
+    enough. Every process that builds envs from a config calls this first.
+
+    Raises:
+        EnvError: the module cannot be imported, it has no such function, or the call failed.
+    """
+    if hook is not None:
+        _call_hook(hook)
+
+
+@functools.cache
+def _call_hook(hook: str) -> None:
+    module_name, _, function_name = hook.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EnvError(
+            f"env.register_envs {hook!r}: cannot import {module_name!r} ({exc})"
+        ) from exc
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise EnvError(
+            f"env.register_envs {hook!r}: {module_name} has no function {function_name!r}"
+        )
+    try:
+        function()
+    except Exception as exc:
+        raise EnvError(f"env.register_envs {hook!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The gymnasium registration of `env_id`, or an EnvError that suggests close ids."""
     register_envs()
@@ -73,7 +107,11 @@ def _registered_spec(env_id: str) -> gym.envs.registration.EnvSpec:
         if close
         else "see gymnasium.pprint_registry() for the registered ids"
     )
-    raise EnvError(f"unknown env id {env_id!r}: not registered in gymnasium ({hint})")
+    raise EnvError(
+        f"unknown env id {env_id!r}: not registered in gymnasium ({hint}); if its package "
+        "registers its ids only when asked, name the function in env.register_envs (MinAtar: "
+        "minatar.gym:register_envs)"
+    )
 
 
 def is_atari(env_id: str) -> bool:
@@ -232,8 +270,9 @@ def env_spec(cfg: EnvConfig) -> EnvSpec:
     """The frame shape/dtype, action count and frame stack of a config.
 
     Raises:
-        EnvError: As `check_env_id`.
+        EnvError: As `check_env_id`, or a failing `env.register_envs`.
     """
+    run_register_hook(cfg.register_envs)
     env = make_gym_env(cfg.env_id)
     try:
         return _spec_of(cfg, env)
@@ -258,6 +297,7 @@ def make_game(
     Raises:
         EnvError: As `check_env_id`.
     """
+    run_register_hook(cfg.register_envs)
     limit = cfg.max_episode_steps if mode == "collect" else cfg.eval_max_episode_steps
     env = make_gym_env(cfg.env_id, max_episode_steps=limit, render_mode=render_mode)
     try:
