@@ -142,14 +142,19 @@ async def _drive(
 
 
 def run_labels(cfg: ExperimentConfig, pipeline: str) -> dict[str, str]:
-    """The labels of the status endpoint's run-info metric."""
-    from zeropipe import __version__
+    """The labels of the status endpoint's run-info metric (the installed package's version:
+    the pipeline does not import the package's top, DESIGN §2)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        installed = version("zeropipe")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        installed = "unknown"
     return {
         "type": cfg.policy.type,
         "env": cfg.env.env_id,
         "pipeline": pipeline,
-        "version": __version__,
+        "version": installed,
     }
 
 
