@@ -11,6 +11,8 @@ import torch
 from zeropipe.cli.main import EXIT_CONFIG, main
 
 GOOD = "env: {env_id: CartPole-v1}\npolicy: {batch_size: 8, replay_buffer_size: 100}\n"
+MLP = GOOD.replace("batch_size: 8", "model: {kind: mlp}, batch_size: 8")
+CONV = MLP.replace("CartPole-v1", "ALE/Pong-v5").replace("kind: mlp", "kind: conv")
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
@@ -30,6 +32,9 @@ CASES = [
     ("nested aliases", GOOD + ALIAS_BOMB + "seed: *i\n", [], "seed"),
     ("unknown key", GOOD, ["policy.batch_sise=3"], "did you mean 'batch_size'"),
     ("LightZero key", GOOD, ["policy.cuda=true"], "policy.device: cuda"),
+    # a config moved to another env keeps a model kind written for its own observations
+    ("mlp on Breakout frames", MLP, ["env.env_id=ALE/Breakout-v5"], "policy.model.kind=conv"),
+    ("conv on CartPole", CONV, ["env.env_id=CartPole-v1"], "policy.model.kind=mlp"),
 ]
 
 

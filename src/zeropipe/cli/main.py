@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
+from zeropipe.config.env_swap import env_swap
+from zeropipe.config.loader import read_yaml
 
 if TYPE_CHECKING:
     from zeropipe.pipeline.run_state import RunSummary
@@ -136,15 +138,20 @@ def load_checked(
     path: str, overrides: Sequence[str], cfg: ExperimentConfig | None = None
 ) -> ExperimentConfig:
     """Load the config (unless `cfg` is given) and check everything that can be checked before a
-    run starts.
+    run starts; a config moved to another env by `--set env.env_id=...` is fitted to it
+    (`cli/env_fit.py`: notes printed to stderr).
 
     Raises:
-        ConfigError: bad file, key, value, env id or policy type.
+        ConfigError: bad file, key, value, env id or policy type, or a model kind written for
+            the other observation kind than a swapped env's.
     """
     from zeropipe.algos.registry import algorithm, check_action_kind
     from zeropipe.envs import EnvError, env_spec
 
-    cfg = cfg if cfg is not None else load_config(path, overrides)
+    swap = None
+    if cfg is None:
+        cfg = load_config(path, overrides)
+        swap = env_swap(read_yaml(path), cfg.env.env_id, overrides)
     try:
         spec = env_spec(cfg.env)  # one env construction, as the id check it includes
     except EnvError as exc:
@@ -152,6 +159,11 @@ def load_checked(
     algorithm(cfg.policy.type)
     check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
     _check_device(cfg)
+    if swap is not None:  # last: its notes are printed only for a config that passes the rest
+        from zeropipe.cli.env_fit import fit_to_env
+
+        for note in fit_to_env(cfg, spec, swap):
+            print(f"zeropipe: {note}", file=sys.stderr)
     return cfg
 
 
