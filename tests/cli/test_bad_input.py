@@ -3,6 +3,7 @@ anything is written (the README's promise), through the real CLI entry point."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,13 @@ def test_cuda_without_a_gpu_is_one_line(tmp_path, capsys):
     code, err = _run(tmp_path, GOOD, ["policy.device=cuda"], capsys)
     assert code == EXIT_CONFIG and err.count("\n") == 1 and "policy.device" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_wandb_without_the_package_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    config = tmp_path / "c.yaml"
+    config.write_text(GOOD)
+    code = main(["train", str(config), "--quiet", "--wandb", "--set", f"exp_name={tmp_path / 'r'}"])
+    err = capsys.readouterr().err
+    assert code == EXIT_CONFIG and err.count("\n") == 1 and 'pip install -e ".[wandb]"' in err
+    assert not (tmp_path / "r").exists()
