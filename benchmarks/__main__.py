@@ -5,8 +5,9 @@ The run starts with a header naming the machine, the zeropipe version and commit
 
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
-`learning` (configs x seeds judged by their eval curves) and `resume` (stopped-and-resumed runs
-against uninterrupted ones). They print the same header; their results are their own tables.
+`learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs
+against uninterrupted ones) and `neighbours` (the main job alone, beside a busy process, and two
+at once). They print the same header; their results are their own tables.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from benchmarks import (
     bench_embed,
     bench_learner,
+    bench_neighbours,
     bench_pipeline,
     bench_pong,
     bench_resume,
@@ -40,6 +42,7 @@ ON_REQUEST = {
     "embed": bench_embed.main,
     "learning": learning.main,
     "resume": bench_resume.main,
+    "neighbours": bench_neighbours.main,
 }
 
 

@@ -77,15 +77,30 @@ async def measure(config: str | None, window_s: float, overrides: list[str], exp
         await driver
     tick.cancel()
     stalls = np.diff(inside) - PERIOD_S
-    steady = stalls[np.asarray(inside[1:]) > start + WARMUP_S]
+    woke = np.asarray(inside[1:]) - start  # seconds into the window of each wake
+    steady = stalls[woke > WARMUP_S]
     return {
         "ticks": len(inside),
         "expected": int(window_s / PERIOD_S),
         "worst_ms": 1000 * float(stalls.max()),
         "p99_ms": 1000 * float(np.percentile(stalls, 99)),
         "steady_worst_ms": 1000 * float(steady.max()) if steady.size else float("nan"),
+        # when the long stalls ended (s into the window): match them with metrics.jsonl's time_s
+        "stalls_over_50ms_at_s": [round(float(t), 1) for t in woke[stalls > 0.05]][:8],
         "learner_steps": _last_train_iter(exp) if config is not None else 0,
+        "events_near_stalls": _events_near(exp, woke[stalls > 0.05][:8]) if config else [],
     }
+
+
+def _events_near(exp: Path, times_s: np.ndarray) -> list[str]:
+    """The metrics events logged within 1 s before each stall ended (run time ~ window time)."""
+    import json
+
+    lines = [json.loads(x) for x in (exp / "log" / "metrics.jsonl").read_text().splitlines()]
+    return [
+        f"{t:.1f}s: " + ",".join(e["event"] for e in lines if t - 1.0 <= e["time_s"] <= t + 0.1)
+        for t in times_s
+    ]
 
 
 def _last_train_iter(exp: Path) -> int:
@@ -120,3 +135,5 @@ def main(argv: list[str] | None = None) -> None:
             f"{fig['learner_steps']:>6} {load}",
             flush=True,
         )
+        for line in fig["events_near_stalls"]:
+            print(f"    stall > 50 ms ending at {line}")

@@ -54,10 +54,16 @@ COLLECT = ActingParams("collect")
 
 
 def bench_search_latency(
-    config: str, batch_size: int = 8, num_simulations: int = 50, repeats: int = 20
+    config: str,
+    batch_size: int = 8,
+    num_simulations: int = 50,
+    repeats: int = 20,
+    inference: str = "traced",
 ) -> dict[str, Any]:
-    """Milliseconds per batched search with the config's real (untrained) network."""
-    cfg = load_config(ROOT / config, [f"policy.num_simulations={num_simulations}"])
+    """Milliseconds per batched search with the config's real (untrained) network, its step
+    run as `policy.actor_inference=inference`."""
+    overrides = [f"policy.num_simulations={num_simulations}", f"policy.actor_inference={inference}"]
+    cfg = load_config(ROOT / config, overrides)
     collector = build_collector(cfg)
     try:
         frames = np.stack([t.stacked_obs() for t in collector.trajectories])
@@ -96,6 +102,17 @@ def main() -> dict[str, dict[str, dict]]:
             f"learner {config} batch {row['batch_size']}: {row['steps_per_s']:.1f} steps/s "
             f"({row['ms_per_step']:.1f} ms/step; {row['steps_per_s'] / muzero_steps_per_s:.2f}× "
             f"muzero; LightZero 0.2.0 MuZero: 3.4 steps/s → {row['steps_per_s'] / 3.4:.1f}×)"
+        )
+    for batch_size in (3, 8, 64):  # eager and traced step side by side, same run
+        ms = {
+            mode: min(
+                bench_search_latency(CONFIGS[0], batch_size, inference=mode)["ms"] for _ in range(3)
+            )
+            for mode in ("eager", "traced")
+        }
+        print(
+            f"search {CONFIGS[0]} B={batch_size}, 50 sims: eager {ms['eager']:.1f} ms, traced "
+            f"{ms['traced']:.1f} ms per search ({ms['eager'] / ms['traced']:.2f}x searches/s)"
         )
     for config in CONFIGS:
         lat = results["search_latency"][config] = bench_search_latency(config)

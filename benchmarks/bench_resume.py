@@ -81,5 +81,23 @@ def main(argv: list[str]) -> None:
             print(row(seed, pipeline, whole, parts, args.stop), flush=True)
             runs += [whole, parts]
     if args.plot is not None:
-        plot = [sys.executable, "-m", "zeropipe", "plot", *map(str, runs), "-o", str(args.plot)]
-        subprocess.run(plot, check=True)
+        plot_pairs(runs[0::2], runs[1::2], args.stop, args.plot)
+
+
+def plot_pairs(wholes: list[Path], resumed: list[Path], stop: int, output: Path) -> None:
+    """The uninterrupted runs and the resumed ones as two groups (seed bands) in one PNG.
+
+    `zeropipe plot` groups runs by config, which puts both kinds in one group; here each kind is
+    its own group."""
+    from zeropipe.cli.curves import RunGroup, draw_curves, read_run
+
+    groups = [
+        RunGroup(f"uninterrupted ({len(wholes)} seeds)", [read_run(p) for p in wholes]),
+        RunGroup(
+            f"stopped at {stop} env steps, resumed ({len(resumed)} seeds)",
+            [read_run(p) for p in resumed],
+        ),
+    ]
+    fig = draw_curves(groups, "envstep")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=100)

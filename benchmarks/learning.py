@@ -29,7 +29,7 @@ from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIGS = ("configs/cartpole_muzero.yaml", "configs/acrobot_muzero.yaml")
+DEFAULT_CONFIGS = ("configs/cartpole_muzero_475.yaml", "configs/acrobot_muzero.yaml")
 # Cores one run keeps busy: the sync driver; the async driver plus a collector and an evaluator.
 CORES_PER_RUN = {"sync": 2, "async": 3}
 

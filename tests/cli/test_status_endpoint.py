@@ -32,7 +32,10 @@ def test_status_endpoint_serves_a_cli_run(tmp_path: Path):
         base = line.split()[2].removesuffix("/metrics")
         with urllib.request.urlopen(base + "/metrics", timeout=30) as resp:
             families = {f.name for f in text_string_to_metric_families(resp.read().decode())}
-        assert {"zeropipe_envstep", "zeropipe_train_iter", "zeropipe_restarts"} <= families
+        # counters as counters, and the eval gauges there from the start (NaN until an eval)
+        expected = {"zeropipe_envsteps", "zeropipe_learner_steps", "zeropipe_restarts"}
+        expected |= {"zeropipe_eval_reward_mean_last", "zeropipe_run_info", "zeropipe_loss"}
+        assert expected <= families
         with urllib.request.urlopen(base + "/status", timeout=30) as resp:
             status = json.loads(resp.read())
         assert status["running"] is True

@@ -101,6 +101,10 @@ ADDED_SINCE_V0_1 = {
 }
 
 
+# policy options added after 0.1.0 (an old file lacks them and gets their defaults)
+NEW_POLICY_OPTIONS = {"actor_inference"}
+
+
 @pytest.mark.parametrize(
     ("name", "section"),
     [
@@ -116,10 +120,13 @@ def test_a_config_yaml_of_the_previous_version_loads_as_its_types_section(name, 
     cfg = load_config(FIXTURES / name)
     assert type(cfg.policy).__name__ == section
     resolved = yaml.safe_load(dump_config(cfg))
-    assert set(resolved["policy"]) < set(old["policy"])  # only the type's own fields are left
+    added = set(resolved["policy"]) - set(old["policy"])
+    assert added == NEW_POLICY_OPTIONS  # new options, at their defaults
+    # only the type's own fields are left
+    assert set(resolved["policy"]) - NEW_POLICY_OPTIONS < set(old["policy"])
     assert "stochastic" in old["policy"] and "stochastic" not in resolved["policy"]
     for key, value in resolved["policy"].items():
-        if key == "model":
+        if key == "model" or key in NEW_POLICY_OPTIONS:
             continue
         if isinstance(value, dict):
             added = set(value) - set(old["policy"][key])

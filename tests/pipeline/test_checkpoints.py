@@ -21,6 +21,7 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir, load_latest
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.sync import train_sync
+from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import snapshot as snapshot_module
 
@@ -115,7 +116,8 @@ def test_resume_restores_learner_buffer_and_rng_bit_exactly(tmp_path, written_by
     assert saved["learner"]["train_iter"] > 0 and saved["learner"]["optimizer"]["state"]
     comps = build_driver(cfg)  # fresh, freshly seeded components
     run = RunDir(cfg, resume=True)
-    state = RunState(cfg, run, Trainer(comps.learner, comps.buffer, cfg.policy))
+    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
+    state = RunState(cfg, run, trainer, ThreadChoice(1, "test"))
     state.restore_latest(load_latest(cfg.exp_name))
     run.close()
     again = state.latest_payload()

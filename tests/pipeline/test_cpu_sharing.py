@@ -11,6 +11,7 @@ import pytest
 from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.pipeline import schedule
+from zeropipe.pipeline import threads as threads_module
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.transport import CollectRequest, DriverEndpoint
 
@@ -24,8 +25,11 @@ def test_learner_threads_are_the_cores_the_busy_workers_leave(monkeypatch):
     assert schedule.learner_threads(cfg, busy_cpus=0) == 6
     assert schedule.learner_threads(cfg, busy_cpus=2) == 4
     assert schedule.learner_threads(cfg, busy_cpus=9) == 1
+    assert schedule.learner_threads(cfg, busy_cpus=0, most=1) == 1  # the run's choice caps it
+    assert schedule.learner_threads(cfg, busy_cpus=2, most=5) == 4
     fixed = tiny_config("unused", learner_num_threads=2)
     assert schedule.learner_threads(fixed, busy_cpus=0) == 2
+    assert schedule.learner_threads(fixed, busy_cpus=0, most=1) == 2  # configured: kept
 
 
 async def test_workers_run_at_the_configured_niceness(tmp_path, monkeypatch):
@@ -50,6 +54,10 @@ async def test_workers_run_at_the_configured_niceness(tmp_path, monkeypatch):
 
 async def test_the_learner_takes_the_cores_of_workers_without_a_request(tmp_path, monkeypatch):
     monkeypatch.setattr(schedule, "usable_cores", lambda: 6)
+    # a model the run gives every free core (one with convolutions on an idle machine)
+    monkeypatch.setattr(threads_module, "usable_cores", lambda: 6)
+    monkeypatch.setattr(threads_module, "has_convolutions", lambda network: True)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda: 0)
     cfg = tiny_config(tmp_path / "run", async_pipeline={"num_collector_actors": 2})
     cfg.max_env_step = 160
     async with asyncio.timeout(180):

@@ -82,6 +82,16 @@ async def test_events_status_and_endpoint_agree_with_metrics_jsonl(tmp_path):
     summary = await run.wait()
     log = records(tmp_path / "run")
     assert [dict(e.record) for e in events] == log  # every line, in order
+    for event in events:  # every field of its line is an attribute of the event
+        assert all(
+            getattr(event, k) in (v, tuple(v) if isinstance(v, list) else v)
+            for k, v in event.record.items()
+        )
+    trains = [e for e in events if isinstance(e, TrainEvent)]
+    last_train = [r for r in log if r["event"] == "train"][-1]
+    assert trains[-1].losses == {k: v for k, v in last_train.items() if k.endswith("_loss")}
+    assert {"total_loss", "value_loss", "policy_loss"} <= set(trains[-1].losses)
+    assert trains[-1].value_loss == last_train["value_loss"]
     kinds = {CollectEvent: "collect", TrainEvent: "train", EvalEvent: "eval"}
     for cls, name in {**kinds, PublishEvent: "publish", StopEvent: "stop"}.items():
         assert all(isinstance(e, cls) for e in events if e.event == name)
@@ -102,8 +112,14 @@ async def test_events_status_and_endpoint_agree_with_metrics_jsonl(tmp_path):
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
-    assert samples[("zeropipe_envstep", ())] == log[-1]["envstep"]
-    assert samples[("zeropipe_train_iter", ())] == log[-1]["train_iter"]
+    assert samples[("zeropipe_envsteps_total", ())] == log[-1]["envstep"]
+    assert samples[("zeropipe_learner_steps_total", ())] == log[-1]["train_iter"]
+    last_train = [r for r in log if r["event"] == "train"][-1]
+    for term in ("total_loss", "value_loss", "policy_loss"):
+        assert samples[("zeropipe_loss", (("term", term),))] == last_train[term]
+    labels = (("env", "zeropipe/Chain-v0"), ("pipeline", "async"), ("type", "muzero"))
+    run_info = [k for k in samples if k[0] == "zeropipe_run_info"]
+    assert len(run_info) == 1 and set(labels) <= set(run_info[0][1])
     assert samples[("zeropipe_evals_total", ())] == len(evals)
     assert samples[("zeropipe_eval_reward_mean_best", ())] == max(e.reward_mean for e in evals)
     assert samples[("zeropipe_restarts_total", ())] == 0
@@ -126,6 +142,6 @@ def _check_against_log(status: dict, log: list[dict]) -> None:
     assert status["publishes"] == sum(r["event"] == "publish" for r in log)
     assert (status["last_eval"], status["best_eval"]) == (evals[-1], max(evals))
     with_rate = [r for r in log if "learner_steps_per_s" in r]
-    assert status["learner_steps_per_s"] == with_rate[-1]["learner_steps_per_s"]
+    assert status["learner_steps_per_s_run"] == with_rate[-1]["learner_steps_per_s"]
     assert set(status["workers"]) == {"collector-0", "evaluator-0"}
     assert status["workers"]["collector-0"]["role"] == "collector"

@@ -52,3 +52,16 @@ def test_train_lines_and_final_eval_are_the_same_in_both_pipelines(tmp_path, pip
     evals = [e for e in log if e["event"] == "eval"]
     assert [e["policy_version"] for e in evals] == [10]
     assert evals[0].get("final") is True  # marked, and kept out of the eval gate, in both
+
+
+@pytest.mark.parametrize("pipeline", ["sync", "async"])
+def test_train_lines_come_every_train_log_interval_steps(tmp_path, pipeline):
+    cfg = tiny_config(tmp_path / "run", update_per_collect=4, eval_freq=10**6)
+    cfg.train_log_interval = 3
+    cfg.max_train_iter = 10
+    cfg.max_env_step = 10**6
+    train_sync(cfg) if pipeline == "sync" else asyncio.run(train_async_bounded(cfg))
+    trains = [e for e in events(tmp_path / "run") if e["event"] == "train"]
+    # at the multiples of 3 (not at the budgets' ends: every 4 steps), and at max_train_iter
+    assert [e["train_iter"] for e in trains] == [3, 6, 9, 10]
+    assert [e["learner_steps"] for e in trains] == [3, 3, 3, 1]

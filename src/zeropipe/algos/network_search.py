@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from zeropipe.algos.observation import stack_frames, to_tensor
+from zeropipe.algos.traced_step import TracedStep
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
 from zeropipe.mcts.policies import SearchPolicy
 from zeropipe.models import Network, NetworkOutput, logits_to_scalar
@@ -67,15 +68,23 @@ class NetworkSearch:
         frame_ndim: axes of one observation frame (1 for vectors, 3 for images).
         policy: the algorithm's search policy (`mcts.SEARCH_POLICIES`).
         device: where the network lives.
+        traced: run the model step as one traced graph where the network allows it
+            (`policy.actor_inference`, algos/traced_step.py).
     """
 
     def __init__(
-        self, network: Network, frame_ndim: int, policy: SearchPolicy, device: str = "cpu"
+        self,
+        network: Network,
+        frame_ndim: int,
+        policy: SearchPolicy,
+        device: str = "cpu",
+        traced: bool = False,
     ) -> None:
         self.network = network
         self.frame_ndim = frame_ndim
         self.policy = policy
         self.device = torch.device(device)
+        self.traced = TracedStep(network) if traced else None
 
     @torch.no_grad()
     def search(
@@ -98,7 +107,7 @@ class NetworkSearch:
         Returns:
             SearchResult for the batch.
         """
-        self.network.eval()
+        eval_mode(self.network)
         out = self.network.initial_inference(self.inputs(frames))
         return self.search_from(out, action_mask, cfg, rng, acting)
 
@@ -116,7 +125,7 @@ class NetworkSearch:
         acting: ActingParams,
     ) -> SearchResult:
         """Search from roots the network already produced (e.g. with a UniZero context)."""
-        self.network.eval()
+        eval_mode(self.network)
         value = _scalar(out.value_logits, self.network.value_support)
         roots = SearchRoots(
             latent=out.latent,
@@ -134,6 +143,10 @@ class NetworkSearch:
         two-kind `search_step` (afterstates from states, states from afterstates)."""
         dtype = np.float32 if np.issubdtype(actions.dtype, np.floating) else np.int64
         action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype)).to(self.device)
+        if from_chance is None and self.traced is not None:
+            step = self.traced(latent, action)
+            if step is not None:
+                return step
         if from_chance is None:
             out = self.network.recurrent_inference(latent, action)
         else:
@@ -148,6 +161,14 @@ class NetworkSearch:
         )
 
 
+def eval_mode(network: Network) -> None:
+    """Switch `network` to eval mode unless it is there: `Module.eval()` walks every submodule,
+    which costs more than a small network's whole search step (train() and eval() set the flag
+    of the module they are called on, so the top one tells)."""
+    if network.training:
+        network.eval()
+
+
 def _scalar(logits: torch.Tensor, support) -> np.ndarray:
     return logits_to_scalar(logits.float(), support).cpu().numpy().astype(np.float32)
 
@@ -157,7 +178,7 @@ def root_inference(
     search: NetworkSearch, roots: RootSource, frames: np.ndarray, prev_actions: np.ndarray
 ) -> NetworkOutput:
     """Root outputs of every env [B] from its stacked frames and the action that led there."""
-    search.network.eval()
+    eval_mode(search.network)
     env_ids = list(range(frames.shape[0]))
     return roots.root(search.inputs(frames), env_ids, prev_actions.tolist())
 

@@ -117,7 +117,8 @@ def actor_search(
 ) -> tuple[NetworkSearch, RootSource]:
     """The policy type's search over `network` (moved to `device`) and its per-env root state."""
     algo = algorithm(cfg.type)
-    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device)
+    traced = cfg.actor_inference == "traced"
+    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device, traced)
     return search, algo.family.root_source(search.network, num_envs, cfg)
 
 

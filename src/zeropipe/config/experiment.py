@@ -46,6 +46,13 @@ class ExperimentConfig(Section):
         10_000_000, ge=1, description="Stop after this many collected env steps."
     )
     max_train_iter: int = Field(10_000_000, ge=1, description="Stop after this many learner steps.")
+    train_log_interval: int = Field(
+        10,
+        ge=1,
+        description="Write a `train` line (the losses averaged over the steps since the last "
+        "one) every this many learner steps, at train_iter multiples of it (so a resumed run "
+        "logs the lines of the run never stopped).",
+    )
     env: EnvConfig = Field(description="Environment settings.")
     # SerializeAsAny: dump the type's own section (its fields), not only the base class's.
     policy: SerializeAsAny[PolicyConfig] = Field(

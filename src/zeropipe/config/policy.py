@@ -82,13 +82,22 @@ class PolicyConfig(Section):
         "instructions (Pong MuZero learner step 1.37x alone, 1.73x with channels_last), at "
         "bf16 precision in the forward pass; off by default (learning not measured with it).",
     )
+    actor_inference: Literal["traced", "eager"] = Field(
+        "traced",
+        description="How the search calls the network's step (collect, eval, reanalysis): "
+        "'traced', one TorchScript graph of the step, its reward and value (algos/"
+        "traced_step.py; networks without caches; it falls back to eager where tracing fails); "
+        "'eager', module by module. Same arithmetic; the traced step skips the per-op Python "
+        "overhead that dominates small networks (CartPole MuZero search, B=8: issue 26 note).",
+    )
     learner_num_threads: int | None = Field(
         None,
         ge=1,
-        description="Torch CPU threads of the driver/learner process. None: torch's default in "
-        "the sync pipeline; in the async pipeline, before every learner step, the cores not "
-        "taken by the workers that have a request in flight (min 1): the learner gets the "
-        "cores while backpressure holds the collectors, and gives them back when they collect.",
+        description="Torch CPU threads of the driver/learner process. None: chosen once per run "
+        "(logged; a resumed run keeps its count): one for a model without convolutions, "
+        "else the usable cores not busy with other processes at the start; in the async "
+        "pipeline at most that, before every learner step, the cores not taken by the workers "
+        "that have a request in flight (min 1).",
     )
     model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
     # search

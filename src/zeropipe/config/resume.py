@@ -32,6 +32,7 @@ log = logging.getLogger("zeropipe.config")
 RESUMABLE = (
     "max_env_step",
     "max_train_iter",
+    "train_log_interval",
     "env.stop_value",
     "env.n_evaluator_episode",
     "env.evaluator_env_num",

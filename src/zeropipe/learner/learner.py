@@ -88,6 +88,7 @@ class Learner:
             cfg.reanalyze_ratio,
             seed,
             cfg.device,
+            traced=cfg.actor_inference == "traced",
         )
 
     def step(self, batch: ReplayBatch) -> StepResult:

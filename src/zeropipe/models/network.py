@@ -70,6 +70,9 @@ class MuZeroNetwork(nn.Module):
     """
 
     _initial_reward_logits: Tensor  # [S_r]
+    # recurrent_inference and transition_reward are pure functions of their inputs (no caches):
+    # the search may trace them into one graph (algos/traced_step.py)
+    TRACEABLE_STEP = True
 
     def __init__(
         self,

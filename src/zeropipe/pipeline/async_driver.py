@@ -80,6 +80,8 @@ async def train_async(
         asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
     """
     check_async_options(cfg)
+    if monitor is not None:
+        monitor.board.info = run_labels(cfg, "async")
     threads = learner_threads(cfg, busy_cpus=None)
     torch.set_num_threads(threads)
     heavy = HeavyThread(threads)
@@ -90,7 +92,6 @@ async def train_async(
             functools.partial(open_run, init_weights=init_weights),
             cfg,
             resume,
-            threads,
             listeners,
         )
         return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)
@@ -138,6 +139,18 @@ async def _drive(
     if ckpt_error is not None:
         raise ckpt_error
     return summary
+
+
+def run_labels(cfg: ExperimentConfig, pipeline: str) -> dict[str, str]:
+    """The labels of the status endpoint's run-info metric."""
+    from zeropipe import __version__
+
+    return {
+        "type": cfg.policy.type,
+        "env": cfg.env.env_id,
+        "pipeline": pipeline,
+        "version": __version__,
+    }
 
 
 def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | None:

@@ -95,7 +95,8 @@ class AsyncRun:
             if self._drained() and await self._final_eval_done():
                 return
             if self.progress is not None:
-                self.progress.update(self.state.envstep, self.state.train_iter)
+                stats = self.trainer.stats
+                self.progress.update(self.state.envstep, self.state.train_iter, losses=stats.recent)
             if trained == 0:
                 await self._handle_messages(timeout_s=self.ap.poll_interval_s)
             else:
@@ -135,7 +136,8 @@ class AsyncRun:
             and self.state.train_iter < self.cfg.max_train_iter
             and self.state.stop_reason != "stop_value"
         ):
-            await self.heavy.run(self._learner_step, learner_threads(self.cfg, self._busy_cpus()))
+            threads = learner_threads(self.cfg, self._busy_cpus(), self.state.threads.threads)
+            await self.heavy.run(self._learner_step, threads)
             trained += 1
             await self._handle_messages(timeout_s=0.0)
             await self.launcher.launch_eval()

@@ -4,7 +4,9 @@ Runs in: driver. Every line the run writes to `log/metrics.jsonl` is also handed
 as it is written, and the bus gives it to each subscriber as a typed event (`event_from_record`):
 `CollectEvent`, `TrainEvent`, `EvalEvent`, `PublishEvent`, `RestartEvent`, `CheckpointEvent`,
 `StopEvent`, or `RunEvent` for the rest (`buffer`, `resume`, `checkpoint_error`). Each keeps the
-whole record in `record` (the exact JSON line) next to its typed fields.
+whole record in `record` (the exact JSON line) next to its typed fields, and every field of the
+record is an attribute too (`event.total_loss`, `event.value_loss`; `TrainEvent.losses` gathers
+the loss terms).
 
 Slow consumers never block the driver: each subscriber has a bounded queue, and when it is full
 the oldest event waiting there is dropped (and counted) to make room, so a subscriber always sees
@@ -35,6 +37,15 @@ class RunEvent:
     train_iter: int
     record: Mapping[str, Any] = field(repr=False, compare=False)
 
+    def __getattr__(self, name: str) -> Any:
+        """Any other field of the record (`event.total_loss`): the event has every field of its
+        metrics line."""
+        if not name.startswith("_"):
+            record = self.__dict__.get("record")
+            if record is not None and name in record:
+                return record[name]
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+
 
 @dataclass(frozen=True)
 class CollectEvent(RunEvent):
@@ -55,7 +66,8 @@ class CollectEvent(RunEvent):
 
 @dataclass(frozen=True)
 class TrainEvent(RunEvent):
-    """Learner metrics averaged since the last train event (losses are in `record`)."""
+    """Learner metrics averaged since the last train event; each loss term is an attribute
+    (`event.value_loss`) and `losses` holds them all."""
 
     learner_steps: int | None = None
     learner_steps_per_s: float | None = None
@@ -64,6 +76,11 @@ class TrainEvent(RunEvent):
     budget_queue_len: int | None = None
     buffer_transitions: int | None = None
     buffer_bytes_per_transition: float | None = None
+
+    @property
+    def losses(self) -> dict[str, float]:
+        """The loss terms of the line (`total_loss`, `value_loss`, ...: every `*_loss` field)."""
+        return {k: v for k, v in self.record.items() if k.endswith("_loss")}
 
 
 @dataclass(frozen=True)

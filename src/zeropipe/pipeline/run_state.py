@@ -27,6 +27,7 @@ from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
+from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.pipeline.training import Trainer
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
@@ -50,10 +51,13 @@ class RunSummary:
 class RunState:
     """Counters and stop rules shared by the sync and async drivers."""
 
-    def __init__(self, cfg: ExperimentConfig, run: RunDir, trainer: Trainer) -> None:
+    def __init__(
+        self, cfg: ExperimentConfig, run: RunDir, trainer: Trainer, threads: ThreadChoice
+    ) -> None:
         self.cfg = cfg
         self.run = run
         self.trainer = trainer
+        self.threads = threads  # the learner's torch threads (saved: a resumed run keeps them)
         self.envstep = 0
         self.last_eval_iter = 0
         self.best_reward: float | None = None
@@ -242,6 +246,7 @@ class RunState:
             "best_reward": self.best_reward,
             "completed_budgets": self.trainer.completed_budgets,
             "time_s": self.run.metrics.elapsed_s(),
+            "learner_threads": self.threads.threads,
             "collector": None if self.collector_state is None else self.collector_state(),
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": np.random.get_state(),

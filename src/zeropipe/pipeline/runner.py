@@ -8,9 +8,10 @@ learner step is taken and logged, and how a run ends are written here once (DESI
 The `train` metrics line is the same in both pipelines: the learner metrics averaged over the
 steps since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s`
 (over this process's run), `learner_threads` (of the last step), `budget_queue_len`,
-`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every completed train
-budget (one collect's steps), after the step that reaches `max_train_iter`, and, for steps still
-unlogged when a run ends early (stop value, cancellation, error), once at its end.
+`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every learner step
+whose train_iter is a multiple of `train_log_interval` (a steady cadence, the same lines in a run
+resumed as in the run never stopped), after the step that reaches `max_train_iter`, and, for steps
+still unlogged when a run ends (a limit, stop value, cancellation, error), once at its end.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.threads import apply_threads, choose_threads
 from zeropipe.pipeline.training import Trainer
 
 log = logging.getLogger("zeropipe.driver")
@@ -43,7 +45,6 @@ def _no_actors() -> None:
 def open_run(
     cfg: ExperimentConfig,
     resume: bool,
-    threads: int | None,
     listeners: Iterable[Listener] = (),
     build_actors: Callable[[], A] = _no_actors,  # type: ignore[assignment]
     init_weights: Mapping[str, torch.Tensor] | None = None,
@@ -54,7 +55,6 @@ def open_run(
     Args:
         cfg: the experiment config.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
-        threads: torch threads of the learner (None: torch's default).
         listeners: called with every metrics record as it is written.
         build_actors: builds what the driver acts with in-process (the sync pipeline's collector
             and evaluator). It runs after the learner is built, so the actors' networks draw
@@ -73,16 +73,17 @@ def open_run(
     """
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
-    if threads is not None:
-        torch.set_num_threads(threads)
     comps = build_driver(cfg)
+    restored = loaded[1].get("learner_threads") if loaded is not None else None
+    threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
+    apply_threads(threads)
     if init_weights is not None:
         _start_from(comps.learner, init_weights)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
     run.metrics.listeners.extend(listeners)
-    state = RunState(cfg, run, trainer)
+    state = RunState(cfg, run, trainer, threads)
     if loaded is not None:
         state.restore_latest(loaded)
     return state, actors
@@ -107,11 +108,10 @@ def _start_from(learner: Learner, weights: Mapping[str, torch.Tensor]) -> None:
 
 def learner_step(state: RunState) -> None:
     """One learner step from the head budget, the periodic save it may be due, its train line."""
-    trainer = state.trainer
-    completed = trainer.completed_budgets
-    trainer.step()
+    state.trainer.step()
     state.save_periodic()
-    if trainer.completed_budgets > completed or state.train_iter >= state.cfg.max_train_iter:
+    cfg = state.cfg
+    if state.train_iter % cfg.train_log_interval == 0 or state.train_iter >= cfg.max_train_iter:
         log_train(state)
 
 

@@ -126,13 +126,14 @@ def should_publish(
     return gap > max_policy_lag
 
 
-def learner_threads(cfg: ExperimentConfig, busy_cpus: int | None) -> int:
+def learner_threads(cfg: ExperimentConfig, busy_cpus: int | None, most: int | None = None) -> int:
     """Torch threads for the async learner: configured, else the cores the workers leave.
 
     On a small machine the workers and the learner compete for the same cores, and a learner that
     oversubscribes them slows everyone; but a collector held back by backpressure uses none. So
     with `learner_num_threads` unset the driver asks before every learner step, with `busy_cpus`
-    the threads of the workers that have a request in flight (None: every worker's).
+    the threads of the workers that have a request in flight (None: every worker's), and `most`
+    the run's own choice (threads.choose_threads: one for a model without convolutions).
     """
     if cfg.policy.learner_num_threads is not None:
         return cfg.policy.learner_num_threads
@@ -140,7 +141,8 @@ def learner_threads(cfg: ExperimentConfig, busy_cpus: int | None) -> int:
         ap = cfg.policy.async_pipeline
         busy_cpus = ap.num_collector_actors * ap.collector_num_cpus
         busy_cpus += ap.num_evaluator_actors * ap.evaluator_num_cpus
-    return max(1, usable_cores() - busy_cpus)
+    free = max(1, usable_cores() - busy_cpus)
+    return free if most is None else min(free, most)
 
 
 def usable_cores() -> int:

@@ -1,14 +1,21 @@
-"""A run's live status, kept from its event stream: counters, rates, evals, workers, drops.
+"""A run's live status, kept from its event stream: counters, rates, evals, losses, workers.
 
 Runs in: driver (event-loop thread). `StatusBoard` listens to the `EventBus` and keeps the newest
 value of each figure the run writes to metrics.jsonl (and TensorBoard); `snapshot()` is what
 `run.status()` and `GET /status` return, and what `GET /metrics` exports. It never reads the
 buffer or the learner (they belong to the driver), only the records and the worker handles.
+
+Rates are windowed: env steps and learner steps per second over the last 10 and 60 seconds of
+the run, up to the moment of the snapshot (a run that stopped progressing shows its rates
+falling), and `time_s` is the run's clock at the snapshot, not at its last record. The run
+averages of the newest collect line stay, as `envstep_per_s_run` and `learner_steps_per_s_run`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,10 +24,22 @@ from zeropipe.pipeline.events import EventBus
 WorkerStates = Callable[[], dict[str, dict[str, Any]]]
 
 
-class StatusBoard:
-    """The newest figures of one run, updated by each metrics record."""
+WINDOWS_S = (10, 60)  # the rate windows
 
-    def __init__(self) -> None:
+
+class StatusBoard:
+    """The newest figures of one run, updated by each metrics record.
+
+    Args:
+        clock: monotonic seconds (tests pass their own).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._origin: float | None = None  # clock() at the run's time_s 0
+        self._samples: deque[tuple[float, int, int]] = deque()  # (time_s, envstep, train_iter)
+        self.losses: dict[str, float] = {}  # the newest train line's loss terms
+        self.info: dict[str, str] = {}  # run labels (type, env, pipeline, version)
         self.figures: dict[str, Any] = {
             "running": True,
             "stop_reason": None,
@@ -32,8 +51,8 @@ class StatusBoard:
             "publishes": 0,
             "restarts": 0,
             "checkpoints": 0,
-            "envstep_per_s": 0.0,
-            "learner_steps_per_s": 0.0,
+            "envstep_per_s_run": 0.0,
+            "learner_steps_per_s_run": 0.0,
             "last_eval": None,
             "best_eval": None,
             "policy_lag": None,
@@ -51,10 +70,16 @@ class StatusBoard:
         f["time_s"] = record["time_s"]
         f["envstep"] = record["envstep"]
         f["train_iter"] = record["train_iter"]
-        for key in ("envstep_per_s", "learner_steps_per_s", "budget_queue_len", "policy_lag"):
+        self._sample(record["time_s"], record["envstep"], record["train_iter"])
+        for key in ("budget_queue_len", "policy_lag"):
             if record.get(key) is not None:
                 f[key] = record[key]
-        if kind == "collect":
+        for key in ("envstep_per_s", "learner_steps_per_s"):
+            if record.get(key) is not None:
+                f[f"{key}_run"] = record[key]
+        if kind == "train":
+            self.losses = {k: v for k, v in record.items() if k.endswith("_loss")}
+        elif kind == "collect":
             f["collects"] += 1
             if record.get("worker") and record.get("worker_busy_fraction") is not None:
                 self.busy_fraction[record["worker"]] = record["worker_busy_fraction"]
@@ -75,12 +100,47 @@ class StatusBoard:
             f["running"] = False
             f["stop_reason"] = record["reason"]
 
+    def _sample(self, time_s: float, envstep: int, train_iter: int) -> None:
+        if self._origin is None or time_s == 0.0:
+            self._origin = self.clock() - time_s
+        self._samples.append((time_s, envstep, train_iter))
+        while len(self._samples) > 2 and self._samples[1][0] < time_s - max(WINDOWS_S):
+            self._samples.popleft()
+
+    def run_time_s(self) -> float:
+        """The run's clock now (its time_s), or the newest record's before the first one."""
+        if self._origin is None:
+            return self.figures["time_s"]
+        return self.clock() - self._origin
+
+    def rates(self, now_s: float) -> dict[str, float]:
+        """Env and learner steps per second over each window ending now."""
+        out: dict[str, float] = {}
+        for window in WINDOWS_S:
+            start = now_s - window
+            # the newest sample at or before the window's start, else the oldest one kept
+            base = next((x for x in reversed(self._samples) if x[0] <= start), None)
+            base = base or (self._samples[0] if self._samples else (0.0, 0, 0))
+            span = max(now_s - base[0], 1e-9)
+            out[f"envstep_per_s_{window}s"] = (self.figures["envstep"] - base[1]) / span
+            out[f"learner_steps_per_s_{window}s"] = (self.figures["train_iter"] - base[2]) / span
+        return out
+
     def snapshot(self, dropped: int = 0) -> dict[str, Any]:
         """The status as plain JSON-able data (a copy)."""
         workers = self.worker_states() if self.worker_states is not None else {}
         for name, busy in self.busy_fraction.items():
             workers.setdefault(name, {})["busy_fraction"] = busy
-        return {**self.figures, "events_dropped": dropped, "workers": workers}
+        now_s = self.run_time_s() if self.figures["running"] else self.figures["time_s"]
+        return {
+            **self.figures,
+            "time_s": now_s,
+            **self.rates(now_s),
+            "losses": dict(self.losses),
+            "info": dict(self.info),
+            "events_dropped": dropped,
+            "workers": workers,
+        }
 
 
 class RunMonitor:

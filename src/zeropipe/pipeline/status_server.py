@@ -18,6 +18,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import math
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,18 +40,27 @@ TOO_LARGE = (
     f"{MAX_HEAD_BYTES} in all)\n".encode(),
 )
 
-GAUGES = {  # status key -> (metric name, help)
-    "envstep": ("zeropipe_envstep", "Env steps collected"),
-    "train_iter": ("zeropipe_train_iter", "Learner iterations (the policy version)"),
-    "envstep_per_s": ("zeropipe_envstep_per_second", "Env steps per second of this process"),
-    "learner_steps_per_s": ("zeropipe_learner_steps_per_second", "Learner steps per second"),
+GAUGES = {  # status key -> (metric name, help); exported as NaN until known
+    "envstep_per_s_10s": ("zeropipe_envstep_per_second_10s", "Env steps per second, last 10 s"),
+    "envstep_per_s_60s": ("zeropipe_envstep_per_second_60s", "Env steps per second, last 60 s"),
+    "learner_steps_per_s_10s": (
+        "zeropipe_learner_steps_per_second_10s",
+        "Learner steps per second, last 10 s",
+    ),
+    "learner_steps_per_s_60s": (
+        "zeropipe_learner_steps_per_second_60s",
+        "Learner steps per second, last 60 s",
+    ),
     "last_eval": ("zeropipe_eval_reward_mean_last", "reward_mean of the newest eval"),
     "best_eval": ("zeropipe_eval_reward_mean_best", "Best eval reward_mean so far"),
     "policy_lag": ("zeropipe_policy_lag", "train_iter minus the newest collect's policy version"),
     "budget_queue_len": ("zeropipe_budget_queue_length", "Train budgets waiting"),
     "publish_s_last": ("zeropipe_publish_seconds_last", "Seconds of the newest snapshot publish"),
+    "time_s": ("zeropipe_run_seconds", "Seconds since the run started (its time_s)"),
 }
-COUNTERS = {
+COUNTERS = {  # exported with the _total suffix
+    "envstep": ("zeropipe_envsteps", "Env steps collected"),
+    "train_iter": ("zeropipe_learner_steps", "Learner steps (train_iter, the policy version)"),
     "collects": ("zeropipe_collects", "Collects absorbed"),
     "evals": ("zeropipe_evals", "Evals recorded"),
     "publishes": ("zeropipe_publishes", "Snapshots published"),
@@ -58,6 +68,7 @@ COUNTERS = {
     "publish_s_total": ("zeropipe_publish_seconds", "Seconds spent publishing snapshots"),
     "events_dropped": ("zeropipe_events_dropped", "Events dropped for slow subscribers"),
 }
+RUN_LABELS = ("type", "env", "pipeline", "version")
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -120,10 +131,20 @@ class _StatusCollector:
     def collect(self) -> Iterator[Metric]:
         s = self.status()
         for key, (name, doc) in GAUGES.items():
-            if s.get(key) is not None:
-                yield GaugeMetricFamily(name, doc, value=s[key])
+            value = s.get(key)
+            yield GaugeMetricFamily(name, doc, value=math.nan if value is None else value)
         for key, (name, doc) in COUNTERS.items():
             yield CounterMetricFamily(name, doc, value=s.get(key) or 0)
+        losses = GaugeMetricFamily(
+            "zeropipe_loss", "The newest train line's loss terms", labels=["term"]
+        )
+        for term, value in sorted(s.get("losses", {}).items()):
+            losses.add_metric([term], value)
+        yield losses
+        info = s.get("info", {})
+        run = GaugeMetricFamily("zeropipe_run_info", "The run (1)", labels=list(RUN_LABELS))
+        run.add_metric([str(info.get(k, "")) for k in RUN_LABELS], 1.0)
+        yield run
         busy = GaugeMetricFamily(
             "zeropipe_worker_busy_fraction", "Busy share of a worker's wall time", labels=["worker"]
         )

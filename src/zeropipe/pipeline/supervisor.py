@@ -48,6 +48,8 @@ from zeropipe.workers.process import applied_environment, worker_environment, wo
 
 log = logging.getLogger("zeropipe.supervisor")
 
+KILL_JOIN_S = 10.0  # how long a replacement waits for a SIGKILLed worker before moving on
+
 
 @dataclass
 class ProcessHandle(WorkerHandle):
@@ -78,6 +80,9 @@ class WorkerPool(ReplacingWorkers):
         super().__init__(cfg, inbox, ProcessHandle)
         self.layout = store.layout
         self.ctx = mp.get_context("spawn")
+        # Killed but not yet reaped: on a starved machine a SIGKILLed process can take longer than
+        # the join's bound to be scheduled and exit. It is reaped at the end (kill_all).
+        self._dying: list[Any] = []
 
     async def submit(self, handle: ProcessHandle, request: CollectRequest | EvalRequest) -> None:
         """Send `request` down the worker's pipe; the reply arrives in the inbox.
@@ -155,6 +160,10 @@ class WorkerPool(ReplacingWorkers):
         """Synchronously kill and reap every worker, close every pipe (idempotent)."""
         for handle in self.workers:
             self._end(handle)
+        dying, self._dying = self._dying, []
+        for proc in dying:
+            proc.join()  # SIGKILLed: it exits once it is scheduled
+            proc.close()
 
     def _end(self, handle: ProcessHandle) -> None:
         handle.ready = False
@@ -171,8 +180,12 @@ class WorkerPool(ReplacingWorkers):
         if proc is not None:
             if proc.is_alive():
                 proc.kill()
-            proc.join(timeout=10)
-            proc.close()
+            proc.join(timeout=KILL_JOIN_S)
+            if proc.is_alive():  # killed, not yet exited: never block the loop on it
+                log.warning("%s (pid %s) has not exited yet after SIGKILL", handle.name, proc.pid)
+                self._dying.append(proc)
+            else:
+                proc.close()
             handle.process = None
         handle.request = None
 

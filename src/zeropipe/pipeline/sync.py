@@ -49,7 +49,6 @@ def train_sync(
     state, (collector, evaluator) = open_run(
         cfg,
         resume,
-        cfg.policy.learner_num_threads,
         build_actors=lambda: (build_collector(cfg), build_evaluator(cfg)),
         init_weights=init_weights,
     )
@@ -95,14 +94,14 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
         _train_budgets(state, progress)
         state.check_limits()
         state.maybe_checkpoint()
-        progress.update(state.envstep, state.train_iter)
+        progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
 
 
 def _train_budgets(state: RunState, progress: ProgressLine) -> None:
     """Every learner step owed (up to `max_train_iter`); runner.learner_step logs them."""
     while state.trainer.budgets and state.train_iter < state.cfg.max_train_iter:
         learner_step(state)
-        progress.update(state.envstep, state.train_iter)
+        progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
 
 
 def _evaluate(
@@ -111,7 +110,7 @@ def _evaluate(
     """Score the current weights; `gate`: a scheduled eval, which the eval schedule counts."""
     snapshot = clone_state(state.trainer.learner.network)
     evaluator.load_weights(snapshot, state.train_iter)
-    result = evaluator.evaluate()
+    result = evaluator.evaluate(progress=progress.eval_progress)
     if gate:
         state.last_eval_iter = state.train_iter
     state.record_eval(result, snapshot, final=not gate)

@@ -34,6 +34,9 @@ class TrainBudget:
         return self.progress >= self.steps
 
 
+RECENT_WEIGHT = 0.1  # of the newest step in TrainStats.recent (about the last 10 steps)
+
+
 @dataclass
 class TrainStats:
     """Running means of learner metrics between two log lines."""
@@ -41,11 +44,15 @@ class TrainStats:
     sums: dict[str, float] = field(default_factory=dict)
     count: int = 0
     busy_s: float = 0.0
+    # exponential moving averages of every metric (the console's view; not reset by flush)
+    recent: dict[str, float] = field(default_factory=dict)
 
     def add(self, metrics: dict[str, float], seconds: float) -> None:
         """Accumulate one step."""
         for key, value in metrics.items():
             self.sums[key] = self.sums.get(key, 0.0) + value
+            before = self.recent.get(key, value)
+            self.recent[key] = before + RECENT_WEIGHT * (value - before)
         self.count += 1
         self.busy_s += seconds
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,8 +69,12 @@ class Evaluator:
         load_weights(self.search.network, self.roots, state_dict)
         self.policy_version = version
 
-    def evaluate(self) -> EvalOutcome:
-        """Play the configured number of episodes and score them."""
+    def evaluate(self, progress: Callable[[int, int, int], None] | None = None) -> EvalOutcome:
+        """Play the configured number of episodes and score them.
+
+        Args:
+            progress: called after every step with (episodes done, episodes, env steps).
+        """
         start = time.perf_counter()
         n_env = self.envs.num_envs
         quota = _quotas(self.cfg.env.n_evaluator_episode, n_env)
@@ -105,6 +110,8 @@ class Evaluator:
                 if i in step.episode_returns and done_count[i] < quota[i]:
                     returns.append(float(step.episode_returns[i]))
                     done_count[i] += 1
+            if progress is not None:
+                progress(len(returns), int(quota.sum()), steps)
         mean = float(np.mean(returns))
         return EvalOutcome(
             reward_mean=mean,

@@ -1,0 +1,58 @@
+"""The status board's windowed rates and live clock, from records and a controlled clock."""
+
+from __future__ import annotations
+
+import math
+
+from zeropipe.pipeline.status import StatusBoard
+from zeropipe.pipeline.status_server import _StatusCollector
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def record(event: str, time_s: float, envstep: int, train_iter: int, **fields) -> dict:
+    return {
+        "event": event,
+        "time_s": time_s,
+        "envstep": envstep,
+        "train_iter": train_iter,
+        **fields,
+    }
+
+
+def test_rates_are_over_the_last_10_and_60_seconds_and_fall_when_the_run_stalls():
+    clock = Clock()
+    board = StatusBoard(clock)
+    # 0-50 s: 10 env steps and 2 learner steps a second; 50-70 s: 40 and 4
+    for t in range(0, 51, 5):
+        clock.now = 100.0 + t
+        board.update(record("collect", float(t), 10 * t, 2 * t))
+    for t in range(55, 71, 5):
+        clock.now = 100.0 + t
+        board.update(record("train", float(t), 500 + 40 * (t - 50), 100 + 4 * (t - 50)))
+    snap = board.snapshot()
+    assert snap["time_s"] == 70.0
+    assert snap["envstep_per_s_10s"] == 40.0 and snap["learner_steps_per_s_10s"] == 4.0
+    # the last 60 s: from (10 s, 100, 20) to (70 s, 1300, 180)
+    assert snap["envstep_per_s_60s"] == 1200 / 60 and snap["learner_steps_per_s_60s"] == 160 / 60
+    clock.now = 100.0 + 90  # no record for 20 s: the clock goes on and the 10 s rate is 0
+    snap = board.snapshot()
+    assert snap["time_s"] == 90.0 and snap["envstep_per_s_10s"] == 0.0
+    assert snap["envstep_per_s_60s"] == (1300 - 300) / 60  # from the sample at 30 s
+
+
+def test_losses_and_unknown_gauges_reach_the_metrics():
+    board = StatusBoard(Clock())
+    board.update(record("train", 1.0, 8, 4, total_loss=2.5, value_loss=1.0, learner_steps=4))
+    families = {f.name: f for f in _StatusCollector(board.snapshot).collect()}
+    losses = {s.labels["term"]: s.value for s in families["zeropipe_loss"].samples}
+    assert losses == {"total_loss": 2.5, "value_loss": 1.0}
+    last_eval = families["zeropipe_eval_reward_mean_last"].samples[0].value
+    assert math.isnan(last_eval)  # present before the first eval, NaN until one
+    assert families["zeropipe_envsteps"].type == "counter"
