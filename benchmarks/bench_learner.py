@@ -90,11 +90,13 @@ CONFIGS = (
 )
 
 
-def main() -> None:
-    """Print learner steps/s and search latency for the CartPole configs."""
+def main() -> dict[str, dict[str, dict]]:
+    """Print learner steps/s and search latency for the CartPole configs; return them by config
+    (`python -m benchmarks --json`)."""
+    results: dict[str, dict[str, dict]] = {"learner": {}, "search_latency": {}}
     muzero_steps_per_s = None
     for config in CONFIGS:  # muzero first: every other type is printed beside it
-        row = bench_learner(config)
+        row = results["learner"][config] = bench_learner(config)
         muzero_steps_per_s = muzero_steps_per_s or row["steps_per_s"]
         print(
             f"learner {config} batch {row['batch_size']}: {row['steps_per_s']:.1f} steps/s "
@@ -113,11 +115,13 @@ def main() -> None:
             f"{ms['traced']:.1f} ms per search ({ms['eager'] / ms['traced']:.2f}x searches/s)"
         )
     for config in CONFIGS:
-        lat = bench_search_latency(config)
+        lat = results["search_latency"][config] = bench_search_latency(config)
         print(
             f"search {config} B={lat['batch_size']}, {lat['sims']} sims, real network: "
             f"{lat['ms']:.1f} ms per search (LightZero MuZero CartPole MLP, B=8, 50 sims: 32 ms)"
         )
+
+    return results
 
 
 if __name__ == "__main__":

@@ -119,8 +119,8 @@ def bench_pipeline(
     }
 
 
-def main() -> None:
-    """Print the side-by-side table."""
+def main() -> dict:
+    """Print the side-by-side table; return its results (`python -m benchmarks --json`)."""
     res = bench_pipeline()
     head = f"{res['config']}, {res['window_s']:.0f} s window each"
     print(f"{head}, async with {res['collectors']} collectors (ray: the async on Ray actors)")
@@ -143,6 +143,8 @@ def main() -> None:
     )
     if "ray_vs_process" in ratio:
         print(f"{'ray/proc':>9} {ratio['ray_vs_process']:>11.2f}×   (env steps/s, same window)")
+
+    return res
 
 
 if __name__ == "__main__":

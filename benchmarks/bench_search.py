@@ -193,25 +193,29 @@ def bench_sampled(repeats: int = 3) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    """Prints the benchmark table."""
+def main() -> dict[str, list[dict]]:
+    """Prints the benchmark table; returns its rows (`python -m benchmarks --json`)."""
     torch.set_num_threads(1)  # the glue's tensor ops are tiny; threads only add contention
     print(
         f"{'B':>5} {'A':>3} {'sims':>5} {'search sims/s':>15} {'tree sims/s':>13} "
         f"{'gumbel sims/s':>15} {'chance sims/s':>15}"
     )
-    for row in bench_search():
+    search_rows = bench_search()
+    for row in search_rows:
         print(
             f"{row['batch_size']:>5} {row['num_actions']:>3} {row['num_simulations']:>5} "
             f"{row['search_sims_per_s']:>15,.0f} {row['tree_sims_per_s']:>13,.0f} "
             f"{row['gumbel_sims_per_s']:>15,.0f} {row['chance_sims_per_s']:>15,.0f}"
         )
     print(f"\n{'B':>5} {'K':>3} {'A':>3} {'sims':>5} {'sampled sims/s':>15}")
-    for row in bench_sampled():
+    sampled_rows = bench_sampled()
+    for row in sampled_rows:
         print(
             f"{row['batch_size']:>5} {row['num_sampled_actions']:>3} {row['num_actions']:>3} "
             f"{row['num_simulations']:>5} {row['sampled_sims_per_s']:>15,.0f}"
         )
+
+    return {"search": search_rows, "sampled": sampled_rows}
 
 
 if __name__ == "__main__":

@@ -115,12 +115,13 @@ def bench_transport() -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
-    """Prints the benchmark table."""
+def main() -> list[dict]:
+    """Prints the benchmark table; returns its rows (`python -m benchmarks --json`)."""
     rows = bench_transport()
     width = max(len(r["name"]) for r in rows)
     for row in rows:
         print(f"{row['name']:<{width}}  {row['value']:>10.3f} {row['unit']}")
+    return rows
 
 
 if __name__ == "__main__":

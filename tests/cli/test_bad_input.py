@@ -3,6 +3,7 @@ anything is written (the README's promise), through the real CLI entry point."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import torch
 from zeropipe.cli.main import EXIT_CONFIG, main
 
 GOOD = "env: {env_id: CartPole-v1}\npolicy: {batch_size: 8, replay_buffer_size: 100}\n"
+MLP = GOOD.replace("batch_size: 8", "model: {kind: mlp}, batch_size: 8")
+CONV = MLP.replace("CartPole-v1", "ALE/Pong-v5").replace("kind: mlp", "kind: conv")
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
@@ -30,6 +33,9 @@ CASES = [
     ("nested aliases", GOOD + ALIAS_BOMB + "seed: *i\n", [], "seed"),
     ("unknown key", GOOD, ["policy.batch_sise=3"], "did you mean 'batch_size'"),
     ("LightZero key", GOOD, ["policy.cuda=true"], "policy.device: cuda"),
+    # a config moved to another env keeps a model kind written for its own observations
+    ("mlp on Breakout frames", MLP, ["env.env_id=ALE/Breakout-v5"], "policy.model.kind=conv"),
+    ("conv on CartPole", CONV, ["env.env_id=CartPole-v1"], "policy.model.kind=mlp"),
 ]
 
 
@@ -74,3 +80,13 @@ def test_cuda_without_a_gpu_is_one_line(tmp_path, capsys):
     code, err = _run(tmp_path, GOOD, ["policy.device=cuda"], capsys)
     assert code == EXIT_CONFIG and err.count("\n") == 1 and "policy.device" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_wandb_without_the_package_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    config = tmp_path / "c.yaml"
+    config.write_text(GOOD)
+    code = main(["train", str(config), "--quiet", "--wandb", "--set", f"exp_name={tmp_path / 'r'}"])
+    err = capsys.readouterr().err
+    assert code == EXIT_CONFIG and err.count("\n") == 1 and 'pip install -e ".[wandb]"' in err
+    assert not (tmp_path / "r").exists()

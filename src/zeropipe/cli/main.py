@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
+from zeropipe.config.env_swap import env_swap
+from zeropipe.config.loader import read_yaml
 
 if TYPE_CHECKING:
     from zeropipe.pipeline.run_state import RunSummary
@@ -66,7 +68,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="use the async segment pipeline (same as policy.async_pipeline.enabled: true)",
     )
-    train.add_argument("--quiet", action="store_true", help="no progress line or info logs")
+    train.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line or info logs on the console (log/train.log still has them)",
+    )
+    train.add_argument(
+        "--wandb",
+        action="store_true",
+        help="mirror the TensorBoard scalars to Weights & Biases (wandb.enabled: true; needs "
+        'pip install -e ".[wandb]"); wandb.project, .entity, .name, .mode set the rest',
+    )
     train.add_argument(
         "--resume",
         action="store_true",
@@ -136,15 +148,21 @@ def load_checked(
     path: str, overrides: Sequence[str], cfg: ExperimentConfig | None = None
 ) -> ExperimentConfig:
     """Load the config (unless `cfg` is given) and check everything that can be checked before a
-    run starts.
+    run starts; a config moved to another env by `--set env.env_id=...` is fitted to it
+    (`cli/env_fit.py`: notes printed to stderr).
 
     Raises:
-        ConfigError: bad file, key, value, env id or policy type.
+        ConfigError: bad file, key, value, env id or policy type, or a model kind written for
+            the other observation kind than a swapped env's.
     """
     from zeropipe.algos.registry import algorithm, check_action_kind
     from zeropipe.envs import EnvError, env_spec
+    from zeropipe.pipeline.scalar_sinks import check_sinks
 
-    cfg = cfg if cfg is not None else load_config(path, overrides)
+    swap = None
+    if cfg is None:
+        cfg = load_config(path, overrides)
+        swap = env_swap(read_yaml(path), cfg.env.env_id, overrides)
     try:
         spec = env_spec(cfg.env)  # one env construction, as the id check it includes
     except EnvError as exc:
@@ -152,6 +170,12 @@ def load_checked(
     algorithm(cfg.policy.type)
     check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
     _check_device(cfg)
+    check_sinks(cfg)
+    if swap is not None:  # last: its notes are printed only for a config that passes the rest
+        from zeropipe.cli.env_fit import fit_to_env
+
+        for note in fit_to_env(cfg, spec, swap):
+            print(f"zeropipe: {note}", file=sys.stderr)
     return cfg
 
 
@@ -225,6 +249,8 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.wandb:
+        args.overrides.append("wandb.enabled=true")
     cfg, start = _train_config(args)
     _sigterm_as_ctrl_c()
     if args.async_pipeline:
@@ -349,14 +375,26 @@ def _stop_resource_tracker() -> None:
         stop()
 
 
+def _log_to_console(quiet: bool) -> None:
+    """Log records on stderr: INFO and above, WARNING and above with `--quiet`.
+
+    `--quiet` raises the console handler's level, not the loggers', so the run's own text log
+    (`log/train.log`, pipeline/text_log.py) still gets the INFO records.
+    """
+    from zeropipe.pipeline.text_log import FORMAT
+
+    root = logging.getLogger()
+    before = set(root.handlers)
+    logging.basicConfig(level=logging.INFO, format=FORMAT)  # a no-op if root has handlers
+    if quiet:
+        for handler in set(root.handlers) - before:  # only the one basicConfig added
+            handler.setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
     args = _parser().parse_args(argv)
-    quiet = getattr(args, "quiet", False)
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-    )
+    _log_to_console(quiet=getattr(args, "quiet", False))
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
 

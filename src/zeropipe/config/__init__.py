@@ -26,6 +26,7 @@ from zeropipe.config.policy import (
     unregister_policy_config,
 )
 from zeropipe.config.section import Section
+from zeropipe.config.tracking import WandbConfig
 
 __all__ = [
     "AsyncPipelineConfig",
@@ -42,6 +43,7 @@ __all__ = [
     "Section",
     "UniZeroModelConfig",
     "ValuePrefixConfig",
+    "WandbConfig",
     "WorldModelConfig",
     "config_from_dict",
     "dump_config",

@@ -11,6 +11,7 @@ from pydantic import Field, SerializeAsAny
 from zeropipe.config.env import EnvConfig
 from zeropipe.config.policy import PolicyConfig, policy_config_class
 from zeropipe.config.section import Section
+from zeropipe.config.tracking import WandbConfig
 
 
 class CheckpointConfig(Section):
@@ -60,6 +61,10 @@ class ExperimentConfig(Section):
     )
     checkpoint: CheckpointConfig = Field(
         default_factory=CheckpointConfig, description="Resumable checkpoint schedule."
+    )
+    wandb: WandbConfig = Field(
+        default_factory=WandbConfig,
+        description="Weights & Biases mirror of the TensorBoard scalars (off by default).",
     )
 
     @property

@@ -38,6 +38,7 @@ LIGHTZERO_NAMES: dict[str, str] = {
     "categorical_distribution": "not needed: values and rewards are always categorical here",
     "use_ture_chance_label_in_chance_encoder": "use policy.stochastic.use_true_chance_label",
     "num_of_sampled_actions": "use policy.sampled.num_of_sampled_actions",
+    "use_wandb": "use wandb.enabled: true (or train --wandb)",
 }
 
 

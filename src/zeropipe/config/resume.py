@@ -43,6 +43,7 @@ RESUMABLE = (
     "policy.save_ckpt_freq",
     "policy.async_pipeline.",
     "checkpoint.",
+    "wandb.",  # where the scalars are mirrored, not what the run does
 )
 # async_pipeline keys that change which data is collected when, not only where workers run.
 _SEMANTIC_ASYNC = ("max_policy_lag", "weight_sync_interval", "max_train_budget_queue_size")

@@ -1,7 +1,8 @@
-"""A run's output directory: resolved config, metrics (JSONL + TensorBoard), checkpoints.
+"""A run's output directory: resolved config, metrics (JSONL + TensorBoard), text log, checkpoints.
 
-Runs in: driver. Layout (DESIGN §7): `<exp_name>/config.yaml`, `log/metrics.jsonl`, TensorBoard
-event files in `log/`, `ckpt/` with `ckpt_best.pth.tar`, periodic `iteration_<N>.pth.tar` and the
+Runs in: driver. Layout (DESIGN §7): `<exp_name>/config.yaml`, `log/metrics.jsonl` and
+TensorBoard event files in `log/` (metrics_log.py, scalar_sinks.py), `log/train.log`
+(text_log.py), `ckpt/` with `ckpt_best.pth.tar`, periodic `iteration_<N>.pth.tar` and the
 resumable `ckpt_latest.pth.tar` (plus `ckpt_latest.prev.pth.tar`, the one before it).
 
 Run-directory policy: a new run **refuses** an `exp_name` that already holds files, with a
@@ -25,13 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import logging
-import math
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,62 +39,11 @@ import torch
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
 from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
+from zeropipe.pipeline.metrics_log import MetricsLog
+from zeropipe.pipeline.scalar_sinks import check_sinks, open_sinks
+from zeropipe.pipeline.text_log import TextLog
 
 log = logging.getLogger("zeropipe.run")
-
-
-class MetricsLog:
-    """Appends one JSON object per event to metrics.jsonl and mirrors scalars to TensorBoard.
-
-    Each record is then handed to every callable in `listeners` (the async driver's event bus),
-    on the thread that logged it.
-
-    Args:
-        log_dir: the run's `log/` directory.
-        tensorboard: also write TensorBoard event files.
-    """
-
-    def __init__(self, log_dir: Path, tensorboard: bool = True) -> None:
-        self.start = time.monotonic()
-        self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
-        self._file = open(log_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
-        self._writer = None
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
-        if tensorboard:
-            from tensorboardX import SummaryWriter
-
-            self._writer = SummaryWriter(str(log_dir), flush_secs=10)
-
-    def elapsed_s(self) -> float:
-        """The run's time so far: this process's, plus that of the runs it resumes."""
-        return self.time_offset_s + time.monotonic() - self.start
-
-    def log(self, event: str, envstep: int, train_iter: int, **fields: Any) -> dict[str, Any]:
-        """Write one event line; numeric fields also go to TensorBoard as `event/field`."""
-        record = {
-            "event": event,
-            "time_s": round(self.elapsed_s(), 3),
-            "envstep": int(envstep),
-            "train_iter": int(train_iter),
-            **{k: _plain(v) for k, v in fields.items()},
-        }
-        self._file.write(json.dumps(record) + "\n")
-        if self._writer is not None:
-            for key, value in record.items():
-                if key in ("event", "envstep", "train_iter") or not _is_number(value):
-                    continue
-                self._writer.add_scalar(f"{event}/{key}", value, envstep)
-        for listener in self.listeners:
-            listener(record)
-        return record
-
-    def close(self) -> None:
-        """Flush and close both sinks."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if not self._file.closed:
-            self._file.close()
 
 
 LATEST = "ckpt_latest.pth.tar"
@@ -160,13 +107,21 @@ class RunDir:
 
     def __init__(self, cfg: ExperimentConfig, resume: bool = False) -> None:
         check_run_dir(cfg, resume)
+        check_sinks(cfg)
         self.root = Path(cfg.exp_name)
         self.log_dir = self.root / "log"
         self.ckpt_dir = self.root / "ckpt"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-        write_durably(self.root / "config.yaml", lambda f: f.write(dump_config(cfg).encode()))
-        self.metrics = MetricsLog(self.log_dir)
+        self.text_log = TextLog(self.log_dir)
+        try:
+            write_durably(self.root / "config.yaml", lambda f: f.write(dump_config(cfg).encode()))
+            self.metrics = MetricsLog(self.log_dir)  # its clock starts before the sinks open
+            for sink in open_sinks(self.log_dir, cfg, resume):
+                self.metrics.add_sink(sink)
+        except BaseException:
+            self.text_log.close()  # no handler outlives a run directory that did not open
+            raise
 
     def save(self, name: str, payload: dict[str, Any]) -> Path:
         """Atomically and durably save `payload` as ckpt/<name> (numpy arrays encoded).
@@ -184,8 +139,9 @@ class RunDir:
         return path
 
     def close(self) -> None:
-        """Close the metrics sinks."""
+        """Close the metrics sinks, then detach the text log (its last records included)."""
         self.metrics.close()
+        self.text_log.close()
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -306,15 +262,3 @@ def load_latest(exp_name: str) -> tuple[Path, dict[str, Any]]:
     raise CheckpointError(
         "--resume: no readable checkpoint (corrupt or truncated): " + "; ".join(problems)
     )
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -1,0 +1,76 @@
+"""A run's metrics: one JSON line per event in `log/metrics.jsonl`, and the same event's curves
+in every scalar sink (TensorBoard, and wandb when enabled: scalar_sinks.py).
+
+Runs in: driver.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from zeropipe.pipeline.scalar_sinks import ScalarSink, curve_scalars
+
+
+class MetricsLog:
+    """Appends one JSON object per event to metrics.jsonl and mirrors its curves to the sinks.
+
+    Each record is then handed to every callable in `listeners` (the async driver's event bus),
+    on the thread that logged it.
+
+    Args:
+        log_dir: the run's `log/` directory.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.start = time.monotonic()
+        self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
+        self._file = open(log_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
+        self._sinks: list[ScalarSink] = []
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def add_sink(self, sink: ScalarSink) -> None:
+        """Also send each event's curves to `sink` (closed with this log)."""
+        self._sinks.append(sink)
+
+    def elapsed_s(self) -> float:
+        """The run's time so far: this process's, plus that of the runs it resumes."""
+        return self.time_offset_s + time.monotonic() - self.start
+
+    def log(self, event: str, envstep: int, train_iter: int, **fields: Any) -> dict[str, Any]:
+        """Write one event line; its curves also go to the sinks as `event/field`."""
+        record = {
+            "event": event,
+            "time_s": round(self.elapsed_s(), 3),
+            "envstep": int(envstep),
+            "train_iter": int(train_iter),
+            **{k: _plain(v) for k, v in fields.items()},
+        }
+        self._file.write(json.dumps(record) + "\n")
+        scalars = curve_scalars(record)
+        if scalars:
+            for sink in self._sinks:
+                sink.add_scalars(scalars, record["envstep"])
+        for listener in self.listeners:
+            listener(record)
+        return record
+
+    def close(self) -> None:
+        """Flush and close the file and every sink (once)."""
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.close()
+        if not self._file.closed:
+            self._file.close()
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
