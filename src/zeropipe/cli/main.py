@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
@@ -27,7 +27,7 @@ from zeropipe.config.env_swap import env_swap
 from zeropipe.config.loader import read_yaml
 
 if TYPE_CHECKING:
-    from zeropipe.pipeline.run_state import RunSummary
+    pass
 
 log = logging.getLogger("zeropipe.cli")
 
@@ -195,32 +195,6 @@ def _check_device(cfg: ExperimentConfig) -> None:
         )
 
 
-class _Terminated:
-    """Whether a SIGTERM arrived (it is turned into the Ctrl-C path, see `_sigterm_as_ctrl_c`)."""
-
-    seen = False
-
-
-def _sigterm_as_ctrl_c() -> None:
-    """SIGTERM (`kill`, a scheduler's stop, a container's shutdown) takes the Ctrl-C path.
-
-    The handler re-raises it as SIGINT in this process, so whichever SIGINT handler is in force
-    (asyncio.Runner's: cancel the driver; Python's default: KeyboardInterrupt in the sync loop)
-    writes the final checkpoint and shuts down cleanly; the exit status is then 143. A process
-    that started with SIGINT ignored (a shell script's `zeropipe train ... &`) would drop that
-    SIGINT, so SIGINT then gets Python's default handler first: the KeyboardInterrupt ends the
-    sync loop, or stops the event loop, whose Runner then cancels the driver on its way out.
-    """
-
-    def handler(_signum: int, _frame: object) -> None:
-        _Terminated.seen = True
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.raise_signal(signal.SIGINT)
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str, Any]]:
     """The run's config and how it starts (`train_sync` / `train_async` keyword arguments).
 
@@ -252,7 +226,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.wandb:
         args.overrides.append("wandb.enabled=true")
     cfg, start = _train_config(args)
-    _sigterm_as_ctrl_c()
+    sigterm_as_ctrl_c()
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
@@ -267,7 +241,7 @@ def _train(args: argparse.Namespace) -> int:
         check_async_options(cfg)  # before anything is written
         if args.status is not None:
             parse_address(args.status)
-        summary = _run_async(cfg, not args.quiet, start, args.status)
+        summary = run_async(cfg, not args.quiet, start, args.status)
     else:
         from zeropipe.pipeline.sync import train_sync
 
@@ -313,68 +287,6 @@ def _plot(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_async(
-    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
-):
-    """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
-
-    asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
-    writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
-    served on the same loop for as long as the run lasts.
-    """
-    import asyncio
-
-    try:
-        import uvloop
-
-        factory = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        factory = None
-    try:
-        with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(_train_coroutine(cfg, show_progress, start, status))
-    finally:
-        _stop_resource_tracker()
-
-
-async def _train_coroutine(
-    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
-) -> RunSummary:
-    """`train_async`, beside the status endpoint when one was asked for."""
-    import asyncio
-
-    from zeropipe.pipeline.async_driver import train_async
-    from zeropipe.pipeline.status import RunMonitor
-    from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
-
-    if status is None:
-        return await train_async(cfg, show_progress=show_progress, **start)
-    monitor = RunMonitor(asyncio.get_running_loop())
-    server = StatusServer(bind(*parse_address(status)), monitor.status)
-    await server.start()
-    host, port = server.address
-    print(f"status endpoint: http://{host}:{port}/metrics and /status", file=sys.stderr, flush=True)
-    try:
-        return await train_async(cfg, show_progress=show_progress, monitor=monitor, **start)
-    finally:
-        monitor.bus.close()
-        await server.close()
-
-
-def _stop_resource_tracker() -> None:
-    """Reap multiprocessing's resource-tracker process before the CLI exits.
-
-    The driver's shared-memory blocks are all unlinked by now; without this the tracker outlives
-    the driver for a moment and, under an init that does not reap orphans (containers), stays as
-    a zombie. Only the CLI does this: an embedding application may still need its tracker.
-    """
-    from multiprocessing import resource_tracker
-
-    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
-    if stop is not None:
-        stop()
-
-
 def _log_to_console(quiet: bool) -> None:
     """Log records on stderr: INFO and above, WARNING and above with `--quiet`.
 
@@ -411,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
-        if _Terminated.seen:
+        if Terminated.seen:
             print("\nzeropipe: terminated (SIGTERM)", file=sys.stderr)
             return EXIT_TERMINATED
         print("\nzeropipe: interrupted", file=sys.stderr)

@@ -1,0 +1,103 @@
+"""How the CLI runs the async driver: on a fresh (uv)loop, beside the status endpoint when asked,
+with SIGTERM taking the Ctrl-C path, and multiprocessing's resource tracker reaped at the end.
+
+Runs in: driver (the CLI process).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zeropipe.config import ExperimentConfig
+    from zeropipe.pipeline.run_state import RunSummary
+
+
+class Terminated:
+    """Whether a SIGTERM arrived (it is turned into the Ctrl-C path, see `_sigterm_as_ctrl_c`)."""
+
+    seen = False
+
+
+def sigterm_as_ctrl_c() -> None:
+    """SIGTERM (`kill`, a scheduler's stop, a container's shutdown) takes the Ctrl-C path.
+
+    The handler re-raises it as SIGINT in this process, so whichever SIGINT handler is in force
+    (asyncio.Runner's: cancel the driver; Python's default: KeyboardInterrupt in the sync loop)
+    writes the final checkpoint and shuts down cleanly; the exit status is then 143. A process
+    that started with SIGINT ignored (a shell script's `zeropipe train ... &`) would drop that
+    SIGINT, so SIGINT then gets Python's default handler first: the KeyboardInterrupt ends the
+    sync loop, or stops the event loop, whose Runner then cancels the driver on its way out.
+    """
+
+    def handler(_signum: int, _frame: object) -> None:
+        Terminated.seen = True
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run_async(
+    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
+):
+    """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
+
+    asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
+    writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
+    served on the same loop for as long as the run lasts.
+    """
+    import asyncio
+
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        factory = None
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(_train_coroutine(cfg, show_progress, start, status))
+    finally:
+        _stop_resource_tracker()
+
+
+async def _train_coroutine(
+    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
+) -> RunSummary:
+    """`train_async`, beside the status endpoint when one was asked for."""
+    import asyncio
+
+    from zeropipe.pipeline.async_driver import train_async
+    from zeropipe.pipeline.status import RunMonitor
+    from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
+
+    if status is None:
+        return await train_async(cfg, show_progress=show_progress, **start)
+    monitor = RunMonitor(asyncio.get_running_loop())
+    server = StatusServer(bind(*parse_address(status)), monitor.status)
+    await server.start()
+    host, port = server.address
+    print(f"status endpoint: http://{host}:{port}/metrics and /status", file=sys.stderr, flush=True)
+    try:
+        return await train_async(cfg, show_progress=show_progress, monitor=monitor, **start)
+    finally:
+        monitor.bus.close()
+        await server.close()
+
+
+def _stop_resource_tracker() -> None:
+    """Reap multiprocessing's resource-tracker process before the CLI exits.
+
+    The driver's shared-memory blocks are all unlinked by now; without this the tracker outlives
+    the driver for a moment and, under an init that does not reap orphans (containers), stays as
+    a zombie. Only the CLI does this: an embedding application may still need its tracker.
+    """
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
