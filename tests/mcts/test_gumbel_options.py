@@ -30,6 +30,15 @@ def test_defaults_are_lightzero_and_a_plain_search_config_gets_them() -> None:
         True,
         "improved_argmax",
     )
+    chosen = GumbelMuZeroConfig(
+        gumbel={
+            "prior_term": "logit",
+            "collect_root_noise": False,
+            "collect_action": "halving_winner",
+        }
+    ).search_config(7)
+    assert (chosen.num_simulations, chosen.prior_term) == (7, "logit")
+    assert (chosen.collect_root_noise, chosen.collect_action) == (False, "halving_winner")
     plain = gumbel_options(SearchConfig(num_simulations=3, discount=0.5))
     assert (plain.num_simulations, plain.discount, plain.prior_term) == (3, 0.5, "probability")
     with pytest.raises(ValueError, match="prior_term"):
