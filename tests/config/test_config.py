@@ -98,6 +98,7 @@ ADDED_SINCE_V0_1 = {
         "min_request_deadline_s",
         "first_request_deadline_s",
     },
+    "gumbel": {"prior_term", "collect_root_noise", "collect_action"},
 }
 
 

@@ -1,4 +1,7 @@
-"""The Gumbel search policy on hand-checkable bandits: improved policy, halving, noise, masks."""
+"""The Gumbel search policy on hand-checkable bandits: improved policy, halving, noise, masks.
+
+These pin the paper's (mctx's) root choices; LightZero's are in test_gumbel_options.py.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import pytest
 import torch
 
 from zeropipe.mcts import SEARCH_POLICIES, ActingParams, SearchConfig, SearchRoots, search_policy
+from zeropipe.mcts.gumbel import GumbelSearchConfig
 from zeropipe.mcts.halving import considered_visit_sequence
 from zeropipe.mcts.policies import gumbel_policy
 from zeropipe.mcts.search import run_search
@@ -28,6 +32,13 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return weights / weights.sum()
 
 
+def _mctx(**fields: object) -> GumbelSearchConfig:
+    """The paper's (mctx's) root choices: logits, no Dirichlet noise, the halving winner."""
+    return GumbelSearchConfig(
+        prior_term="logit", collect_root_noise=False, collect_action="halving_winner", **fields
+    )
+
+
 def test_registered() -> None:
     assert SEARCH_POLICIES["gumbel"] is gumbel_policy
     assert search_policy("gumbel") is gumbel_policy
@@ -42,7 +53,7 @@ def test_improved_policy_by_hand_with_an_unvisited_action() -> None:
     """
     logits = np.array([1.0, 0.5, 0.0])
     payoffs = [0.2, 0.8, 0.5]
-    cfg = SearchConfig(num_simulations=2, discount=0.9, max_num_considered_actions=2)
+    cfg = _mctx(num_simulations=2, discount=0.9, max_num_considered_actions=2)
     roots = make_roots(1, 3, logits=logits, value=0.3)
     out = gumbel_policy(roots, BanditModel(payoffs), cfg, np.random.default_rng(0), EVAL)
     assert out.visit_counts.tolist() == [[1, 1, 0]]
@@ -61,7 +72,7 @@ def test_improved_policy_by_hand_with_an_unvisited_action() -> None:
 def test_eval_picks_the_best_arm_with_four_simulations() -> None:
     # The prior favours arm 0 by e^2; one visit per arm and σ's spread of 5.1 overturn it.
     payoffs = [0.1, 0.9, 0.3, 0.2]
-    cfg = SearchConfig(num_simulations=4, discount=0.9, max_num_considered_actions=4)
+    cfg = _mctx(num_simulations=4, discount=0.9, max_num_considered_actions=4)
     roots = make_roots(8, 4, logits=np.array([2.0, 0.0, 0.0, 0.0]))
     out = gumbel_policy(roots, BanditModel(payoffs), cfg, np.random.default_rng(0), EVAL)
     assert (out.visit_counts == 1).all()
@@ -72,7 +83,7 @@ def test_eval_picks_the_best_arm_with_four_simulations() -> None:
 def test_collect_uses_fresh_noise_per_root_and_per_search() -> None:
     # Near-equal arms and 2 considered actions: which two get searched depends on the noise.
     payoffs = [0.50, 0.52, 0.48, 0.51, 0.49, 0.50]
-    cfg = SearchConfig(num_simulations=4, discount=0.9, max_num_considered_actions=2)
+    cfg = _mctx(num_simulations=4, discount=0.9, max_num_considered_actions=2)
     roots = make_roots(64, 6)
     model = BanditModel(payoffs)
     first = gumbel_policy(roots, model, cfg, np.random.default_rng(11), COLLECT)
@@ -92,7 +103,7 @@ def test_collect_uses_fresh_noise_per_root_and_per_search() -> None:
 
 
 def test_eval_is_deterministic_and_draws_nothing() -> None:
-    cfg = SearchConfig(num_simulations=10, discount=0.9, max_num_considered_actions=4)
+    cfg = _mctx(num_simulations=10, discount=0.9, max_num_considered_actions=4)
     roots = make_roots(4, 6, logits=np.linspace(-1.0, 1.0, 6))
     model = BanditModel([0.3, 0.1, 0.6, 0.2, 0.5, 0.4])
     rng = np.random.default_rng(3)
@@ -112,7 +123,7 @@ def test_illegal_actions_get_no_visit_no_mass_no_choice(mode: str) -> None:
     roots = make_roots(32, 6, logits=np.array([0.0, 5.0, 0.0, 0.0, 3.0, 0.0]), action_mask=mask)
     model = BanditModel([0.1, 9.0, 0.3, 0.2, 8.0, 0.25])
     for m in (2, 4, 16):
-        cfg = SearchConfig(num_simulations=12, discount=0.9, max_num_considered_actions=m)
+        cfg = _mctx(num_simulations=12, discount=0.9, max_num_considered_actions=m)
         out = gumbel_policy(roots, model, cfg, np.random.default_rng(m), ActingParams(mode))
         assert (out.visit_counts[:, ~mask] == 0).all()
         assert (out.policy_target[:, ~mask] == 0.0).all()

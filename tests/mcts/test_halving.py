@@ -63,3 +63,34 @@ def test_table_rows_and_per_root_rows() -> None:
     mask = np.array([[True, False, True, False, False, False], [True] * 6])
     rows = root_considered_visits(mask, 4, 8)
     assert rows.tolist() == [table[2].tolist(), table[4].tolist()]
+
+
+def _halving_can_follow(row: list[int], num_legal: int) -> bool:
+    """Plays a schedule row on `num_legal` actions: each simulation must find an action whose
+    visit count is the row's entry (any such action will do; the first is taken)."""
+    visits = [0] * num_legal
+    for required in row:
+        eligible = [a for a in range(num_legal) if visits[a] == required]
+        if not eligible:
+            return False
+        visits[eligible[0]] += 1
+    return True
+
+
+def test_lightzero_considered_count_is_a_defect_with_fewer_legal_actions() -> None:
+    """LightZero reads the row min(m, num_simulations) (cnode.cpp:727) whatever the number of
+    legal actions; mctx the row min(m, legal actions) (action_selection.py:144-147), as here.
+
+    m = 4, 8 simulations, 3 legal actions. LightZero's row 4 is [0, 0, 0, 0, 1, 1, 2, 2]
+    (worked out in `test_table_rows_and_per_root_rows`): after the three legal actions have one
+    visit each, simulation 3 asks for an action with 0 visits and none exists (LightZero's
+    `cselect_root_child` then falls back to the first legal action, whatever its score). Row 3,
+    [0, 0, 0, 1, 1, 2, 2, 3] by hand (phases ⌈log2 3⌉ = 2: 3 × ⌊8/6⌋ = 1 round, then
+    2 × ⌊8/4⌋ = 2 rounds, then the last phase again, cut at 8), can always be followed.
+    """
+    table = considered_visit_table(4, 8)
+    lightzero_row = table[min(4, 8)].tolist()
+    ours = root_considered_visits(np.array([[True, True, False, True]]), 4, 8)[0].tolist()
+    assert ours == [0, 0, 0, 1, 1, 2, 2, 3]
+    assert not _halving_can_follow(lightzero_row, 3)
+    assert _halving_can_follow(ours, 3)

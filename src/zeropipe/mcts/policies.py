@@ -10,7 +10,8 @@ batch of roots and A the actions.
 - `puct` (MuZero): PUCT search with Dirichlet root noise, visit-count policy target.
 - `gumbel` (Gumbel MuZero, Danihelka et al. 2022; mctx `gumbel_muzero_policy`): Gumbel top-k and
   sequential halving at the root, the deterministic improved-policy rule below it, and the
-  improved policy softmax(logits + σ(completed Q)) as the policy target.
+  improved policy softmax(logits + σ(completed Q)) as the policy target; LightZero's choices
+  (prior term, collect noise, collect action) are options (`gumbel.py`).
 - `sampled` (Sampled MuZero, Hubert et al. 2021): PUCT over K sampled actions per node
   (`sampled.py`); the policy target is the visit distribution over the K root slots, returned
   with the K root actions themselves (`PolicyOutput.sampled_actions`).
@@ -28,6 +29,7 @@ import numpy as np
 
 from zeropipe.mcts.action_choice import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchOutput, SearchRoots
+from zeropipe.mcts.gumbel import gumbel_options, prepare_gumbel_search
 from zeropipe.mcts.qtransform import root_completed_q
 from zeropipe.mcts.sampled import RootNoise, SampledSlots
 from zeropipe.mcts.search import run_search, search_params
@@ -168,37 +170,42 @@ def gumbel_policy(
     """Gumbel MuZero: sequential halving at the root, improved-policy target (paper section 4).
 
     Collect and reanalyze draw fresh Gumbel noise g = gumbel_scale · Gumbel(0, 1) per root
-    action from `rng` (LightZero's fixed-seed noise is not reproduced); eval searches with
-    g = 0. No Dirichlet noise. The policy target is the improved policy
-    π' = softmax(logits + σ(completed Q)) over legal actions (paper eq. 11), with the stored
-    root prior standing in for the logits (softmax is shift-invariant). Collect acts with the
-    sequential-halving winner, the highest g + logits + σ(completed Q) among the most visited
-    actions (paper section 4); eval with the argmax of π'. Temperature and ε are not used.
-    `q_values` is the completed Q before σ.
+    action from `rng` (LightZero's fixed-seed noise is not reproduced), then, with
+    `collect_root_noise`, the Dirichlet root noise; eval searches with g = 0 and no noise. The
+    policy target is the improved policy π' = softmax(logits + σ(completed Q)) over legal
+    actions (paper eq. 11), with the log of the tree's root prior standing in for the logits
+    (softmax is shift-invariant; under `prior_term="probability"` that is the prior
+    probabilities, LightZero's term, see `gumbel.py`). Eval acts with the argmax of π'; collect
+    too with `collect_action="improved_argmax"`, else with the sequential-halving winner, the
+    highest g + logits + σ(completed Q) among the most visited actions (paper section 4).
+    Temperature and ε are not used. `q_values` is the completed Q before σ.
     """
+    opts = gumbel_options(cfg)
     mask = roots.action_mask.astype(np.bool_)
     if acting.mode == "eval":
         gumbel = np.zeros(mask.shape, dtype=np.float32)
     else:
-        gumbel = (cfg.gumbel_scale * rng.gumbel(size=mask.shape)).astype(np.float32)
+        gumbel = (opts.gumbel_scale * rng.gumbel(size=mask.shape)).astype(np.float32)
+    noise = opts.collect_root_noise and acting.mode != "eval"
+    roots, recurrent_fn, add_noise = prepare_gumbel_search(roots, recurrent_fn, opts, rng, noise)
     result = run_search(
         roots,
         recurrent_fn,
-        cfg,
+        opts,
         rng,
-        add_noise=False,
+        add_noise=add_noise,
         rule=GUMBEL,
         gumbel=gumbel,
     )
     completed = np.zeros(mask.shape, dtype=np.float64)  # [B, A]
     sigma = np.empty(mask.shape, dtype=np.float64)  # [B, A], -inf on illegal actions
-    root_completed_q(result.tree, search_params(cfg), completed, sigma)
+    root_completed_q(result.tree, search_params(opts), completed, sigma)
     with np.errstate(divide="ignore"):
         log_prior = np.log(result.tree.children_prior[:, 0].astype(np.float64))  # [B, A]
     improved = _softmax(log_prior + sigma)  # [B, A], 0 on illegal actions
     counts = result.visit_counts
-    if acting.mode == "eval":
-        action = np.argmax(improved, axis=1)
+    if acting.mode == "eval" or opts.collect_action == "improved_argmax":
+        action = np.argmax(np.where(mask, improved, -1.0), axis=1)
     else:
         most_visited = counts == counts.max(axis=1, keepdims=True)
         score = np.maximum(LOW_LOGIT, gumbel + log_prior + sigma)

@@ -9,7 +9,10 @@ B denotes the batch of roots and A the actions.
 Deviations from mctx, both at the root only: illegal actions take no part in the rescaling
 (mctx lets them carry the mixed value into the min and max), and the priors are the stored
 softmax over legal actions (mctx's softmax of masked logits is the same distribution).
-LightZero's defect of softmaxing the already-softmaxed priors again is not reproduced.
+The mixed value weighs by the tree's prior. Under Gumbel's `prior_term="probability"`
+(LightZero's default, `gumbel.py`) the tree holds softmax(p), p the prior probabilities, so
+that weight is LightZero's softmax of the already-softmaxed prior (cnode.cpp:1013); under
+"logit" it is mctx's softmax(logits).
 """
 
 from __future__ import annotations
