@@ -99,6 +99,7 @@ def load_resume_config(
     saved = read_yaml(saved_path)
     notes = [] if Path(target).is_dir() else _ignored(read_yaml(Path(target)), saved, target)
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
+    notes += keep_older_behaviour(raw)
     for item in overrides:
         key = item.partition("=")[0].strip()
         if key == "exp_name":
@@ -113,6 +114,34 @@ def load_resume_config(
         apply_override(raw, item)
         notes.append(f"--resume: {key} {before!r} -> {_get(raw, key)!r}")
     return config_from_dict(raw, source=str(saved_path)), notes
+
+
+# Options added with a default that changes what a run does: (type or None for any, dotted key,
+# the behaviour before the option existed). A run's config.yaml written before then lacks the
+# key, and resuming it with the new default would change the run midway.
+OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
+    ("gumbel_muzero", "policy.gumbel.prior_term", "logit"),
+    ("gumbel_muzero", "policy.gumbel.collect_root_noise", False),
+    ("gumbel_muzero", "policy.gumbel.collect_action", "halving_winner"),
+)
+
+
+def keep_older_behaviour(raw: dict[str, Any]) -> list[str]:
+    """Give a run's config.yaml the behaviour of its time for options it predates (in place).
+
+    Returns:
+        One note per key filled in.
+    """
+    policy_type = (raw.get("policy") or {}).get("type", "muzero")
+    notes = []
+    for only, key, value in OLDER_BEHAVIOUR:
+        if (only is None or only == policy_type) and not _has(raw, key):
+            _set(raw, key, value)
+            notes.append(
+                f"--resume: {key} is not in the run's config.yaml (written before the option "
+                f"existed): {value!r}, the behaviour the run started with"
+            )
+    return notes
 
 
 def _ignored(given: dict[str, Any], saved: dict[str, Any], target: str | Path) -> list[str]:
@@ -132,6 +161,20 @@ def _flatten(raw: dict[str, Any], prefix: str = "") -> list[str]:
         dotted = f"{prefix}{key}"
         keys += _flatten(value, dotted + ".") if isinstance(value, dict) else [dotted]
     return keys
+
+
+def _has(raw: dict[str, Any], key: str) -> bool:
+    *parents, last = key.split(".")
+    node = _get(raw, ".".join(parents)) if parents else raw
+    return isinstance(node, dict) and last in node
+
+
+def _set(raw: dict[str, Any], key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
 
 
 def _get(raw: dict[str, Any], key: str) -> Any:

@@ -74,11 +74,11 @@ def open_run(
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
     comps = build_driver(cfg)
+    if init_weights is not None:
+        _start_from(comps.learner, init_weights)  # a mismatch is one line, before any other
     restored = loaded[1].get("learner_threads") if loaded is not None else None
     threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
     apply_threads(threads)
-    if init_weights is not None:
-        _start_from(comps.learner, init_weights)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     actors = build_actors()
     run = RunDir(cfg, resume=resume)

@@ -1,0 +1,37 @@
+"""Resuming a run whose config.yaml predates an option that changed what runs do: the run keeps
+the behaviour it started with (config/resume.py OLDER_BEHAVIOUR); a new run gets the new default."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from zeropipe.config import dump_config, load_config
+from zeropipe.config.resume import load_resume_config
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_gumbel_run_written_before_the_root_options_resumes_with_the_old_choices(tmp_path):
+    run = tmp_path / "old_gumbel"
+    run.mkdir()
+    shutil.copy(FIXTURES / "v0_1_gumbel_muzero_config.yaml", run / "config.yaml")
+    cfg, notes = load_resume_config(run, [])
+    gumbel = cfg.policy.gumbel
+    assert (gumbel.prior_term, gumbel.collect_root_noise, gumbel.collect_action) == (
+        "logit",
+        False,
+        "halving_winner",
+    )
+    assert sum("written before the option existed" in n for n in notes) == 3
+
+
+def test_a_run_written_now_resumes_with_what_it_says(tmp_path):
+    new = load_config(FIXTURES / "v0_1_gumbel_muzero_config.yaml")  # a new run: new defaults
+    assert new.policy.gumbel.prior_term == "probability"
+    run = tmp_path / "new_gumbel"
+    run.mkdir()
+    (run / "config.yaml").write_text(dump_config(new))
+    cfg, notes = load_resume_config(run, [])
+    assert cfg.policy.gumbel.prior_term == "probability" and cfg.policy.gumbel.collect_root_noise
+    assert not any("written before" in n for n in notes)
