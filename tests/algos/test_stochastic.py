@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.learner.factories import OBS, A, random_unroll_inputs, tiny_policy
 from tests.tiny import tiny_config
@@ -27,11 +28,12 @@ def _policy(**extra):
     return tiny_policy(type="stochastic_muzero", num_unroll_steps=K, **extra)
 
 
-def _net(seed: int = 0):
+def _net(seed: int = 0, **extra):
     """A tiny stochastic network with every weight redrawn (zero-initialised heads would give
-    zero gradients and uniform priors)."""
+    zero gradients and uniform priors); `extra` configures it (`ssl_loss_weight` > 0 adds the
+    projection)."""
     torch.manual_seed(seed)
-    net = STOCHASTIC.build_network((OBS,), A, _policy())
+    net = STOCHASTIC.build_network((OBS,), A, _policy(**extra))
     with torch.no_grad():
         for p in net.parameters():
             torch.nn.init.normal_(p, std=0.3)
@@ -125,6 +127,105 @@ def test_the_extra_weights_scale_their_terms():
         rtol=1e-4,
         atol=1e-5,
     )
+
+
+# Sample 0 of `_inputs()` has data for its first transition only (reward_mask row [1, 0]).
+TRANSITION_MASK = torch.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])  # [B, K]
+
+
+def _commitment_only():
+    """Every term's weight 0 but the commitment's (1, the default)."""
+    off = {"afterstate_policy_loss_weight": 0.0, "afterstate_value_loss_weight": 0.0}
+    return _policy(
+        stochastic={"chance_space_size": C, **off},
+        policy_loss_weight=0.0,
+        value_loss_weight=0.0,
+        reward_loss_weight=0.0,
+    )
+
+
+def _chance_path(net, inp: UnrollInputs):
+    """The encoder's probabilities and codes and the predicted states s_1..s_K along the stored
+    actions, from the network's parts. Returns ([K] of [B, C], [K] of [B, C], [K] of latents)."""
+    latent, probs, codes, states = net.initial_inference(inp.root_obs).latent, [], [], []
+    for k in range(K):
+        after = net.afterstate_inference(latent, inp.actions[:, k]).latent
+        p, code = net.chance_code(inp.obs_seq[:, k], inp.obs_seq[:, k + 1])
+        latent = net.chance_inference(after, code).latent
+        probs.append(p)
+        codes.append(code)
+        states.append(latent)
+    return probs, codes, states
+
+
+def test_the_ssl_term_matches_a_hand_computation():
+    """The reference's L415-431: −cos(project(s_{k+1}, with grad), project(h(o_{k+1}))) per step,
+    masked by the step's mask and summed over the K steps, times ssl_loss_weight."""
+    net = _net(ssl_loss_weight=2.0)
+    net.eval()  # the projection's BatchNorm on running statistics: samples are independent
+    inp = _inputs()
+    with torch.no_grad():
+        _, _, states = _chance_path(net, inp)
+        expected = torch.zeros(B)
+        for k in range(K):
+            a = net.project(states[k], with_grad=True)
+            b = net.project(net.initial_inference(inp.obs_seq[:, k + 1]).latent, with_grad=False)
+            cos = (a * b).sum(-1) / (a.square().sum(-1).sqrt() * b.square().sum(-1).sqrt())
+            expected -= cos * TRANSITION_MASK[:, k]
+    on = stochastic_unroll_loss(net, inp, _policy(ssl_loss_weight=2.0))
+    off = stochastic_unroll_loss(net, inp, _policy())
+    assert "ssl_loss" not in off.terms
+    assert float(expected.abs().min()) > 1e-3
+    torch.testing.assert_close(on.terms["ssl_loss"], expected.mean(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        (on.per_sample - off.per_sample).detach(), 2.0 * expected, rtol=1e-4, atol=1e-5
+    )
+
+
+def test_the_commitment_is_the_mean_over_codes_of_the_squared_distance_to_the_one_hot():
+    net = _net()
+    net.eval()
+    inp = _inputs()
+    with torch.no_grad():
+        probs, _, _ = _chance_path(net, inp)
+        expected = torch.zeros(B)
+        for k in range(K):
+            one_hot = torch.eye(C)[probs[k].argmax(-1)]
+            expected += ((one_hot - probs[k]) ** 2).sum(-1) / C * TRANSITION_MASK[:, k] / K
+    loss = stochastic_unroll_loss(net, inp, _commitment_only())
+    torch.testing.assert_close(loss.per_sample.detach(), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_the_references_chance_encoder_gets_no_gradient_and_ours_does():
+    """The reference (`lzero/policy/stochastic_muzero.py` L402-407, L466; its `OnehotArgmax`,
+    `lzero/model/stochastic_muzero_model.py` L795-831) feeds g the index argmax(e) and commits
+    with MSE(e, ST(e)), ST one-hot forward and identity backward: the gradients of e and ST(e)
+    cancel, so its encoder never moves from its initialisation. Ours trains it from the
+    commitment alone (its target one-hot detached)."""
+    net = _net()
+    net.train()
+    obs, next_obs = torch.randn(5, OBS), torch.randn(5, OBS)
+    encoder = net.chance_encoder
+    logits = encoder.head(encoder.body(torch.cat((obs, next_obs), dim=1)))  # the reference's e
+    st = torch.eye(C)[logits.argmax(-1)] + logits - logits.detach()  # its OnehotArgmax
+    after = net.afterstate_inference(torch.rand(5, 16), torch.zeros(5, dtype=torch.long))
+    out = net.chance_inference(after.latent.detach(), logits.argmax(-1))
+    (F.mse_loss(logits, st) + out.value_logits.square().sum()).backward()
+    assert _grad_norm(encoder) == 0.0
+    net.zero_grad()
+    stochastic_unroll_loss(net, _inputs(), _commitment_only()).per_sample.sum().backward()
+    assert _grad_norm(encoder) > 0.0
+
+
+def test_the_default_has_no_entropy_bonus_as_the_reference():
+    net = _net()
+    net.eval()
+    inp = _inputs()
+    default = stochastic_unroll_loss(net, inp, _policy()).per_sample.detach()
+    none = stochastic_unroll_loss(net, inp, _policy(policy_entropy_weight=0.0)).per_sample
+    bonus = stochastic_unroll_loss(net, inp, _policy(policy_entropy_weight=0.5)).per_sample
+    assert torch.equal(default, none.detach())
+    assert not torch.equal(default, bonus.detach())
 
 
 class _KindSpy:

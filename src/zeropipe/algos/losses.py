@@ -115,7 +115,7 @@ def unroll_loss(
         pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
         rew = rew + r / k_steps
         if w.ssl > 0 and inp.obs_seq is not None:
-            ssl = ssl + _consistency(net, latent, inp.obs_seq[:, k + 1]) * inp.reward_mask[:, k]
+            ssl = ssl + consistency(net, latent, inp.obs_seq[:, k + 1]) * inp.reward_mask[:, k]
     per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
     terms = {"policy_loss": pol, "value_loss": val, "reward_loss": rew, "entropy": ent}
     if w.ssl > 0:
@@ -150,7 +150,9 @@ def _prediction_terms(
     return pol * inp.policy_mask[:, k], val, ent * inp.policy_mask[:, k]
 
 
-def _consistency(net: MuZeroNetwork, latent: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
+def consistency(net: MuZeroNetwork, latent: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
+    """SSL consistency of predicted latents [B, *latent] with the encoded observations
+    [B, *input]: −cos(project(latent, with grad), project(h(obs)) without grad) → [B]."""
     with torch.no_grad():
         target = net.project(net.initial_inference(obs).latent, with_grad=False)
     return negative_cosine(net.project(latent, with_grad=True), target)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 class MuZeroFamilyConfig(PolicyConfig):
-    """The options of every MuZero-family type: the unroll loss's term weights and the SSL
-    consistency term with its projection."""
+    """The options of every MuZero-family type: the unroll loss's term weights, the SSL
+    consistency term with its projection, and whether states past a true terminal are trained."""
 
     model: ProjectionModelConfig = Field(
         default_factory=ProjectionModelConfig, description="Network settings."
@@ -36,10 +36,12 @@ class MuZeroFamilyConfig(PolicyConfig):
         0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
     )
 
-    @property
-    def absorbing(self) -> bool:
-        """Whether the unroll trains the states past a true terminal (`muzero` only)."""
-        return False
+    absorbing_terminal: bool = Field(
+        False,
+        description="Train the unroll steps past a true terminal as absorbing states (value 0, "
+        "reward 0 for the step into them; MuZero app. G, the reference's trained zero padding) "
+        "instead of masking them.",
+    )
 
     def search_config(self, num_simulations: int) -> SearchConfig:
         """PUCT's settings."""
@@ -50,17 +52,6 @@ class MuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: muzero` (MuZero, Schrittwieser et al. 2020)."""
 
     type: Literal["muzero"] = Field("muzero", description="Policy type; see DESIGN §3.")
-    absorbing_terminal: bool = Field(
-        False,
-        description="Train the unroll steps past a true terminal as absorbing states (value 0, "
-        "reward 0 for the step into them; MuZero app. G, the reference's trained zero padding) "
-        "instead of masking them.",
-    )
-
-    @property
-    def absorbing(self) -> bool:
-        """`absorbing_terminal`."""
-        return self.absorbing_terminal
 
 
 class ContextFreeRoots:
@@ -132,14 +123,14 @@ class MuZeroFamily:
         self, batch: ReplayBatch, targets: Targets, frame_ndim: int, cfg: MuZeroFamilyConfig
     ) -> UnrollInputs:
         """The MuZero default: int64 action indices (`algos/unroll_inputs.py`); the absorbing
-        states past a true terminal are trained with `policy.absorbing_terminal` (muzero)."""
+        states past a true terminal are trained with `policy.absorbing_terminal`."""
         return unroll_inputs(
             batch,
             targets,
             frame_ndim,
             self.needs_obs_seq(cfg),
             cfg.device,
-            absorbing=cfg.absorbing,
+            absorbing=cfg.absorbing_terminal,
         )
 
     def root_source(

@@ -67,14 +67,18 @@ def continuous_unroll_inputs(
 ) -> UnrollInputs:
     """The loss's inputs for continuous actions: float32 [B, K, D] actions and the
     [B, K+1, Ks, D] root sampled actions the policy targets belong to (re-sampled where
-    reanalysed).
+    reanalysed); the absorbing states with a MuZero-family `policy.absorbing_terminal`.
 
     Raises:
         ValueError: the targets carry no root sampled actions.
     """
     if targets.sampled_actions is None:
         raise ValueError("sampled search (continuous): the batch has no root sampled actions")
-    inputs = unroll_inputs(batch, targets, frame_ndim, needs_obs_seq, cfg.device, np.float32)
+    # the MuZero family's absorbing states (sampled_unizero masks them, as its reference)
+    absorbing = isinstance(cfg, MuZeroFamilyConfig) and cfg.absorbing_terminal
+    inputs = unroll_inputs(
+        batch, targets, frame_ndim, needs_obs_seq, cfg.device, np.float32, absorbing=absorbing
+    )
     sampled = to_tensor(targets.sampled_actions.astype(np.float32), cfg.device)
     return replace(inputs, sampled_actions=sampled)
 

@@ -3,15 +3,36 @@
 Runs in: any (network building and acting state in every process; the loss in the driver). The
 loss unrolls K steps as MuZero's, each step through an afterstate: φ(s_k, a_k) → as_k, ψ(as_k) →
 (Q, σ), e(o_k, o_{k+1}) → c_k (straight-through one-hot), g(as_k, c_k) → (s_{k+1}, r_k), f(s_{k+1}).
-Extra terms, per LightZero §1.2.7: afterstate policy CE(σ, c_k detached), afterstate value
-CE(Q, value target k), commitment ||c_k − e||² (detached code). Unlike the reference, the code
-enters g with its straight-through gradient, so the encoder learns from the model's losses (the
-paper's estimator) rather than from the commitment term alone.
+Terms as the reference's learner (LightZero `lzero/policy/stochastic_muzero.py` L380-492 at
+9f717c8): MuZero's policy, value and reward terms; afterstate policy CE(σ, c_k detached);
+afterstate value CE(Q, value target k); commitment, the mean over the C codes of (c_k − e)²; and
+with `ssl_loss_weight > 0` the SSL consistency of the predicted state s_{k+1} with the encoded
+observation o_{k+1} (L415-431: `project(s_{k+1}, with_grad)` against the detached
+`project(h(o_{k+1}))`, masked by the step's mask, summed over the steps). No entropy bonus: the
+reference's stochastic learner has none, so `policy_entropy_weight` defaults to 0 here.
+
+Deliberate differences from the reference:
+- The chance encoder learns. The reference feeds g `argmax(e)` as an index (L402, L407), and its
+  commitment term is MSE(e, ST(e)) where ST is the one-hot with an identity backward (L466;
+  `lzero/model/stochastic_muzero_model.py` L795-831): the two gradients cancel, so without true
+  labels its encoder gets no gradient from any term and its codes stay those of the random
+  initial encoder (`tests/algos/test_stochastic.py` pins this). Here the code enters g with its
+  straight-through gradient (the paper's estimator), and the commitment pulls σ = softmax(e)
+  towards the detached one-hot; the reference's is over the raw logits.
+- The commitment term is per sample (the reference's `MSELoss()`, L273, averages over the batch
+  too, so its importance weights multiply a batch mean).
+- The search discounts once per env step; the reference's chance tree applies γ at every node,
+  afterstates included, i.e. γ² per env step (`mcts/`; lightzero_facts §3.6).
 
 With `policy.stochastic.use_true_chance_label` (the reference's
 `use_ture_chance_label_in_chance_encoder`) the env's chance outcome of each transition, stored
 with the segments, is the code c_k (a one-hot without gradient) in g and in the afterstate policy
-target; the encoder still runs and its commitment term pulls it towards the true code.
+target; the encoder still runs and its commitment term pulls it towards the true code (as the
+reference's L453).
+
+With `policy.absorbing_terminal` the states past a true terminal are trained to value 0 (their
+afterstates' Q too) and the step into them to reward 0 (`losses.with_absorbing_masks`); the
+chance terms and the SSL term stay on real transitions.
 """
 
 from __future__ import annotations
@@ -24,7 +45,14 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from zeropipe.algos.losses import UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.losses import (
+    UnrollInputs,
+    UnrollLoss,
+    consistency,
+    cross_entropy,
+    entropy,
+    with_absorbing_masks,
+)
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.search_settings import search_config
@@ -51,7 +79,11 @@ class StochasticConfig(Section):
         0.25, ge=0.0, description="Weight of the afterstate value (Q) loss."
     )
     commitment_loss_weight: float = Field(
-        1.0, ge=0.0, description="Weight of ||one_hot - encoding||^2 (the encoder's commitment)."
+        1.0,
+        ge=0.0,
+        description="Weight of the encoder's commitment, the mean over the C codes of "
+        "(one_hot - softmax(encoding))^2 (the reference's mean; a sum over codes is this "
+        "weight times C).",
     )
     use_true_chance_label: bool = Field(
         False,
@@ -70,6 +102,11 @@ class StochasticMuZeroConfig(MuZeroFamilyConfig):
     )
     stochastic: StochasticConfig = Field(
         default_factory=StochasticConfig, description="Chance codes and loss weights."
+    )
+    policy_entropy_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="Entropy bonus weight (the reference's stochastic_muzero learner has none).",
     )
 
     def search_config(self, num_simulations: int) -> SearchConfig:
@@ -162,13 +199,16 @@ def stochastic_unroll_loss(
 ) -> UnrollLoss:
     """Per-sample loss of K steps through afterstates (see the module docstring).
 
-    As `losses.unroll_loss`: step terms are scaled by 1/K, the latent's gradient is halved at
-    the entry of each step, and masks drop steps past the stored data. `ChanceUnrollInputs`
-    with labels replace the encoder's code by the true one.
+    As `losses.unroll_loss`: step terms are scaled by 1/K, the SSL term is summed over the steps,
+    the latent's gradient is halved at the entry of each step, and masks drop steps past the
+    stored data (absorbing states excepted). `ChanceUnrollInputs` with labels replace the
+    encoder's code by the true one.
     """
     w, sw = loss_weights(cfg), cfg.stochastic
     labels = inp.chance_labels if isinstance(inp, ChanceUnrollInputs) else None  # [B, K]
     k_steps = inp.actions.shape[1]
+    real = inp.reward_mask  # [B, K] the stored transitions: chance and SSL terms
+    inp, reward_mask = with_absorbing_masks(inp)
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
     out = net.initial_inference(inp.root_obs)
@@ -177,6 +217,7 @@ def stochastic_unroll_loss(
     for name in ("reward_loss", "afterstate_policy_loss", "afterstate_value_loss"):
         terms[name] = torch.zeros_like(root_value)
     terms["commitment_loss"] = torch.zeros_like(root_value)
+    ssl = torch.zeros_like(root_value)
     latent = out.latent
     for k in range(k_steps):
         latent = latent * 0.5 + latent.detach() * 0.5
@@ -186,16 +227,19 @@ def stochastic_unroll_loss(
             code = F.one_hot(labels[:, k], encoding.shape[-1]).to(encoding.dtype)
         out = net.chance_inference(after.latent, code)
         latent = out.latent
-        mask = inp.reward_mask[:, k]
         step = _prediction(out, inp, value_cat, k + 1)
-        step["reward_loss"] = cross_entropy(out.reward_logits, reward_cat[:, k]) * mask
-        step["afterstate_policy_loss"] = cross_entropy(after.policy_logits, code.detach()) * mask
+        step["reward_loss"] = cross_entropy(out.reward_logits, reward_cat[:, k]) * reward_mask[:, k]
+        step["afterstate_policy_loss"] = (
+            cross_entropy(after.policy_logits, code.detach()) * real[:, k]
+        )
         step["afterstate_value_loss"] = (
             cross_entropy(after.value_logits, value_cat[:, k]) * inp.value_mask[:, k]
         )
-        step["commitment_loss"] = ((code.detach() - encoding) ** 2).sum(dim=-1) * mask
+        step["commitment_loss"] = ((code.detach() - encoding) ** 2).mean(dim=-1) * real[:, k]
         for name, term in step.items():
             terms[name] = terms[name] + term / k_steps
+        if w.ssl > 0:
+            ssl = ssl + consistency(net, latent, inp.obs_seq[:, k + 1]) * real[:, k]
     per_sample = (
         w.policy * terms["policy_loss"]
         + w.value * terms["value_loss"]
@@ -204,7 +248,10 @@ def stochastic_unroll_loss(
         + sw.afterstate_policy_loss_weight * terms["afterstate_policy_loss"]
         + sw.afterstate_value_loss_weight * terms["afterstate_value_loss"]
         + sw.commitment_loss_weight * terms["commitment_loss"]
+        + w.ssl * ssl
     )
+    if w.ssl > 0:
+        terms["ssl_loss"] = ssl
     means = {name: t.detach().mean() for name, t in terms.items()}
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
 
