@@ -7,17 +7,25 @@ import pytest
 from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.schedule import should_publish
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
 
 @pytest.mark.parametrize(
-    ("weight_sync_interval", "max_policy_lag"),
-    [(5, -1), pytest.param(20, 3, marks=pytest.mark.slow)],
+    ("weight_sync_interval", "max_policy_lag", "longest_lag", "shortest_publish_gap"),
+    [
+        # a negative lag never forces: versions go out every 5 iterations, so a collect runs
+        # weights up to 4 iterations old
+        (5, -1, 4, 5),
+        # lag 4 under a long interval: a collect may run weights exactly 4 iterations old; one
+        # launched 5 (or more) past the last publish forces a new one. (4: on the tiny config a
+        # collect brings a budget of 4 learner steps, so launches 4 apart are common and the
+        # boundary is met; launches 3 apart were never seen.)
+        pytest.param(20, 4, 4, 5, marks=pytest.mark.slow),
+    ],
 )
 async def test_publishes_follow_the_weight_sync_rule(
-    tmp_path, weight_sync_interval, max_policy_lag
+    tmp_path, weight_sync_interval, max_policy_lag, longest_lag, shortest_publish_gap
 ):
     ap = {"weight_sync_interval": weight_sync_interval, "max_policy_lag": max_policy_lag}
     cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=ap)  # final eval only
@@ -25,22 +33,24 @@ async def test_publishes_follow_the_weight_sync_rule(
     await train_async(cfg, show_progress=False)
     log = events(tmp_path / "run")
     collects = [e for e in log if e["event"] == "collect"]  # one collector: launch order
-    # Replay the rule over the launches the run made; it must predict every publish exactly.
-    last, expected = None, []
+    # The expected bounds are written out above (not computed by schedule.should_publish): a
+    # collect that reuses the last version ran it at most `longest_lag` iterations old, and a
+    # collect that got a new version got the one of its launch, at least
+    # `shortest_publish_gap` iterations past the previous one.
+    assert collects[0]["policy_version"] == collects[0]["launch_train_iter"]
+    new_versions = [collects[0]["policy_version"]]
     for collect in collects:
-        launch = collect["launch_train_iter"]
-        if should_publish(launch, last, weight_sync_interval, max_policy_lag):
-            last = launch
-            expected.append(launch)
-        assert collect["policy_version"] == last
-        if max_policy_lag >= 0:
-            assert launch - collect["policy_version"] <= max_policy_lag
-    published = [e["policy_version"] for e in log if e["event"] == "publish"]
-    final_eval = [
-        e["policy_version"] for e in log if e["event"] == "publish" and e["reason"] == "eval"
+        launch, version = collect["launch_train_iter"], collect["policy_version"]
+        if version != new_versions[-1]:
+            assert version == launch
+            assert version - new_versions[-1] >= shortest_publish_gap, (new_versions, collect)
+            new_versions.append(version)
+        assert 0 <= launch - version <= longest_lag, collect
+    published = [
+        e["policy_version"] for e in log if e["event"] == "publish" and e["reason"] != "eval"
     ]
-    assert [v for v in published if v not in final_eval] == expected
-    assert len(expected) < len(collects)  # the interval really skipped publishes
+    assert published == new_versions
+    assert len(new_versions) < len(collects)  # the interval really skipped publishes
 
 
 async def test_the_budget_queue_never_exceeds_its_cap_once_trainable(tmp_path):

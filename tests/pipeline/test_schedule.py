@@ -48,6 +48,22 @@ def test_final_eval_rule(stop_reason, last_eval_version, train_iter, expected):
         (3, 0, 10, 2, True),
         (9, 0, 10, -1, False),
         (10, 0, 10, -1, True),
+        # the lag is a bound the collectors may reach, not one they must stay below: a gap equal
+        # to max_policy_lag is allowed, one past it forces the publish
+        (3, 0, 10, 3, False),  # gap == lag
+        (4, 0, 10, 3, True),  # gap == lag + 1
+        (13, 10, 10, 3, False),  # the same two rows after an earlier publish
+        (14, 10, 10, 3, True),
+        (5, 5, 10, 0, False),  # lag 0: the version already published is not republished
+        (6, 5, 10, 0, True),  # lag 0: every new version goes out
+        (0, 0, 10, -1, False),  # a negative lag never forces, not even at gap 0
+        (1, 0, 10, -1, False),
+        # the interval publishes whatever the lag says; the lag forces earlier than the interval
+        (5, 0, 5, 10, True),  # gap == interval < lag
+        (4, 0, 5, 10, False),  # below both
+        (3, 0, 3, 3, True),  # gap == interval == lag: the interval decides
+        (2, 0, 5, 1, True),  # gap == lag + 1 < interval: the lag decides
+        (1, 0, 5, 1, False),  # gap == lag < interval
     ],
 )
 def test_publish_rule(current, last, interval, lag, expected):

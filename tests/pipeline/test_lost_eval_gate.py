@@ -1,0 +1,128 @@
+"""The async eval gate after a lost eval: the evaluator died with the eval in flight, so the
+gate goes back to where it was before that launch and the eval is launched again as soon as it
+is due (not one `eval_freq` later, as if the lost eval had been scored).
+
+The launcher (pipeline/async_launch.py) runs for real on a real run state; the worker backend
+and the weight store are small fakes that record what was sent, so each launch is decided by the
+gate alone, at train_iters the test sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.tiny import tiny_config
+from zeropipe.pipeline.async_launch import Launcher
+from zeropipe.pipeline.backend import WorkerHandle
+from zeropipe.pipeline.run_state import RunState
+from zeropipe.pipeline.runner import open_run
+from zeropipe.transport import EvalRequest, SnapshotRef
+
+EVAL_FREQ = 8
+
+
+@dataclass
+class RecordingPool:
+    """One evaluator; `submit` records the request (the reply never comes: the test decides)."""
+
+    workers: list[WorkerHandle] = field(default_factory=lambda: [WorkerHandle("evaluator", 0)])
+    sent: list[EvalRequest] = field(default_factory=list)
+
+    def of_role(self, role: str) -> list[WorkerHandle]:
+        return [w for w in self.workers if w.role == role]
+
+    async def submit(self, handle: WorkerHandle, request: EvalRequest) -> None:
+        self.sent.append(request)
+
+
+class VersionStore:
+    """Publishes a version by name only (the launcher's bookkeeping is what is tested)."""
+
+    def __init__(self) -> None:
+        self.latest: SnapshotRef | None = None
+
+    def publish(self, version: int, state_dict) -> SnapshotRef:
+        self.latest = SnapshotRef(f"fake-{version}", version)
+        return self.latest
+
+    def acquire(self, ref: SnapshotRef) -> None:
+        pass
+
+    def release(self, ref: SnapshotRef) -> None:
+        pass
+
+
+class InlineHeavy:
+    """The heavy thread, run inline (the launcher awaits it; nothing else runs meanwhile)."""
+
+    async def run(self, fn, *args):
+        return fn(*args)
+
+
+@pytest.fixture
+def state(tmp_path) -> Iterator[RunState]:
+    cfg = tiny_config(tmp_path / "run", eval_freq=EVAL_FREQ, learner_num_threads=1)
+    run_state, _ = open_run(cfg, resume=False, threads=1)
+    yield run_state
+    run_state.run.close()
+
+
+def _launcher(state: RunState, pool: RecordingPool) -> Launcher:
+    def gone(handle, exc):
+        raise AssertionError(f"no send fails in this test: {exc}")
+
+    launcher = Launcher(state.cfg, state, pool, VersionStore(), InlineHeavy(), gone)
+    pool.workers[0].ready = True
+    return launcher
+
+
+async def _launch_at(launcher: Launcher, state: RunState, train_iter: int) -> None:
+    state.trainer.learner.train_iter = train_iter
+    await launcher.launch_eval()
+
+
+@pytest.mark.parametrize(
+    ("relaunch_iter", "expected_eval_iters"),
+    [
+        (8, [8, 8]),  # replaced before any learner step: the same weights are due again
+        (9, [8, 9]),  # the gate counts from 0 again: 9 - 0 >= 8 is due
+        (15, [8, 15]),
+    ],
+)
+async def test_an_eval_lost_with_its_worker_is_launched_again_when_due(
+    state, relaunch_iter, expected_eval_iters
+):
+    pool = RecordingPool()
+    launcher = _launcher(state, pool)
+    evaluator = pool.workers[0]
+    await _launch_at(launcher, state, 8)  # due: 8 - 0 >= EVAL_FREQ
+    assert [r.train_iter for r in pool.sent] == [8]
+    assert state.last_eval_iter == 8
+    launcher.forget(evaluator)  # the evaluator died with the eval in flight
+    await _launch_at(launcher, state, relaunch_iter)  # its replacement is idle
+    assert [r.train_iter for r in pool.sent] == expected_eval_iters
+    assert state.last_eval_iter == relaunch_iter
+
+
+@pytest.mark.parametrize(
+    ("next_iters", "expected_eval_iters"),
+    [
+        ([9, 15], [8]),  # an eval that was scored closes the gate for EVAL_FREQ iterations
+        ([9, 15, 16], [8, 16]),
+    ],
+)
+async def test_an_eval_that_was_scored_closes_the_gate_for_eval_freq_iterations(
+    state, next_iters, expected_eval_iters
+):
+    pool = RecordingPool()
+    launcher = _launcher(state, pool)
+    evaluator = pool.workers[0]
+    await _launch_at(launcher, state, 8)
+    launcher.finish(evaluator, pool.sent[-1].request_id)  # its reply came
+    launcher.eval_done(pool.sent[-1].request_id)
+    for train_iter in next_iters:
+        await _launch_at(launcher, state, train_iter)
+    assert [r.train_iter for r in pool.sent] == expected_eval_iters
