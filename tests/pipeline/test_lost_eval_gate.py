@@ -65,7 +65,7 @@ class InlineHeavy:
 @pytest.fixture
 def state(tmp_path) -> Iterator[RunState]:
     cfg = tiny_config(tmp_path / "run", eval_freq=EVAL_FREQ, learner_num_threads=1)
-    run_state, _ = open_run(cfg, resume=False, threads=1)
+    run_state, _ = open_run(cfg, resume=False)
     yield run_state
     run_state.run.close()
 
