@@ -1,5 +1,6 @@
 """muzero_rnn_full_obs's teacher-forced unroll loss: every step reads its own encoded observation,
-masks stop what lies past the data, and the SSL term compares predicted and encoded latents."""
+masks stop what lies past the data, the SSL term compares predicted and encoded latents, and the
+steps are summed with weight 1 as in the reference."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from tests.learner.factories import OBS, A, tiny_policy
 from zeropipe.algos.losses import UnrollInputs
 from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS, history_loss
+from zeropipe.models import scalar_to_two_hot
 
 B, K = 4, 2
 
@@ -65,3 +67,38 @@ def test_the_ssl_term_is_weighted_into_the_per_sample_loss():
     assert ssl != 0
     gap = (with_ssl.per_sample - without.per_sample).mean()
     assert torch.allclose(gap, 2.0 * ssl, atol=1e-5)
+
+
+@torch.no_grad()
+def test_every_step_is_summed_with_weight_one_and_the_reward_is_the_grus():
+    # The reference sums the K+1 steps' terms with no 1/K scaling (policy file lines 449-455).
+    cfg, net, obs, inputs = _setup(ssl=0.0)
+    net.eval()  # BatchNorm in eval mode: the pieces below see the statistics the loss saw
+    loss = history_loss(net, inputs, cfg)
+    true = [net.encode(obs[:, k]) for k in range(K + 1)]
+    history = torch.zeros(B, net.layout.history_size)
+    value_cat = scalar_to_two_hot(inputs.value_target, net.value_support)
+    reward_cat = scalar_to_two_hot(inputs.reward_target, net.reward_support)
+    value, policy = net.prediction(true[0], history)
+    pol, val = _ce(policy, inputs.policy_target[:, 0]), _ce(value, value_cat[:, 0])
+    ent, rew = _entropy(policy), torch.zeros(B)
+    for k in range(K):
+        _, history, reward = net.dynamics(true[k], history, inputs.actions[:, k])
+        value, policy = net.prediction(true[k + 1], history)
+        pol = pol + _ce(policy, inputs.policy_target[:, k + 1])
+        val = val + _ce(value, value_cat[:, k + 1])
+        ent = ent + _entropy(policy)
+        rew = rew + _ce(reward, reward_cat[:, k])
+    assert torch.allclose(loss.terms["policy_loss"], pol.mean(), atol=1e-5)
+    assert torch.allclose(loss.terms["value_loss"], val.mean(), atol=1e-5)
+    assert torch.allclose(loss.terms["reward_loss"], rew.mean(), atol=1e-5)
+    expected = 1.0 * pol + 0.25 * val + 1.0 * rew - cfg.policy_entropy_weight * ent
+    assert torch.allclose(loss.per_sample, expected, atol=1e-5)
+
+
+def _ce(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return -(target * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+
+
+def _entropy(logits: torch.Tensor) -> torch.Tensor:
+    return -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1)

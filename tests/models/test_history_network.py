@@ -1,5 +1,7 @@
-"""HistoryNetwork: the packed (latent, GRU history) a search node stores, stepped by the real
-search, equals a fresh unroll of the network from the root along that node's path."""
+"""HistoryNetwork: the GRU sits inside the dynamics (the reference's `MuZeroRNNFullObsModel`), so
+the next latent and the reward come from the GRU's output and depend on the history; the packed
+(latent, GRU history) a search node stores, stepped by the real search, equals a fresh unroll of
+the network from the root along that node's path."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def _fresh(net: HistoryNetwork, obs: torch.Tensor, path: list[int]) -> torch.Ten
     """Unroll from the root along `path` with the latent and the history kept apart."""
     latent, history = net.encode(obs[None]), net.zero_history(1, obs[None])
     for action in path:
-        latent, history = net.transition(latent, history, torch.tensor([action]))
+        latent, history, _ = net.transition(latent, history, torch.tensor([action]))
     return net.layout.pack(latent, history)[0]
 
 
@@ -89,12 +91,89 @@ def test_histories_of_siblings_differ_and_change_the_heads():
     assert not torch.allclose(again.value_logits[0], again.value_logits[1])
 
 
-def test_a_fresh_network_with_an_empty_history_is_plain_muzero():
+@torch.no_grad()
+def test_the_next_latent_and_the_reward_depend_on_the_history():
+    net = _network()
+    latent = net.encode(torch.ones(1, OBS)).expand(3, -1)
+    history = torch.stack((torch.zeros(8), torch.ones(8), -torch.ones(8)))  # [3, H]
+    out = net.recurrent_inference(net.layout.pack(latent, history), torch.tensor([1, 1, 1]))
+    next_latent, _ = net.layout.unpack(out.latent)
+    for a, b in ((0, 1), (0, 2), (1, 2)):  # same latent and action, histories differ
+        assert not torch.allclose(next_latent[a], next_latent[b], atol=1e-4)
+        assert not torch.allclose(out.reward_logits[a], out.reward_logits[b], atol=1e-4)
+
+
+def _gru_by_hand(cell: torch.nn.GRUCell, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """One GRU step written out (Cho et al. 2014, PyTorch's gate order r, z, n)."""
+    wi_r, wi_z, wi_n = cell.weight_ih.chunk(3)
+    wh_r, wh_z, wh_n = cell.weight_hh.chunk(3)
+    bi_r, bi_z, bi_n = cell.bias_ih.chunk(3)
+    bh_r, bh_z, bh_n = cell.bias_hh.chunk(3)
+    r = torch.sigmoid(x @ wi_r.T + bi_r + h @ wh_r.T + bh_r)
+    z = torch.sigmoid(x @ wi_z.T + bi_z + h @ wh_z.T + bh_z)
+    n = torch.tanh(x @ wi_n.T + bi_n + r * (h @ wh_n.T + bh_n))
+    return (1 - z) * n + z * h
+
+
+@torch.no_grad()
+def test_reward_and_next_latent_are_read_from_the_gru_output_with_a_residual():
+    net = _network()
+    dyn = net.dynamics
+    latent, history = net.encode(torch.randn(2, OBS)), torch.randn(2, 8)
+    action = torch.tensor([0, 1])
+    codes = torch.nn.functional.one_hot(action, A).float()
+    trunk = dyn.trunk.out_norm(dyn.trunk.out(dyn.trunk.body(torch.cat((latent, codes), 1))))
+    x = torch.relu((trunk + latent).relu() @ dyn.to_gru[0].weight.T)  # trunk, then Linear, ReLU
+    h_next = _gru_by_hand(dyn.gru, x, history)
+    next_latent, next_history, reward = net.transition(latent, history, action)
+    assert torch.allclose(next_history, h_next, atol=1e-5)
+    assert torch.allclose(reward, dyn.reward(h_next), atol=1e-5)
+    assert torch.allclose(next_latent, latent + dyn.latent_out(h_next), atol=1e-5)
+
+
+@torch.no_grad()
+def test_value_and_policy_read_the_latent_and_the_history_concatenated():
+    net = _network()
+    latent, history = net.encode(torch.randn(2, OBS)), torch.randn(2, 8)
+    value, policy = net.prediction(latent, history)
+    read = torch.cat((latent, history), dim=1)  # vector latents: the head features are the latent
+    assert torch.allclose(value, net.prediction.value(read), atol=1e-6)
+    assert torch.allclose(policy, net.prediction.policy(read), atol=1e-6)
+    other, _ = net.prediction(latent, history + 1.0)
+    assert not torch.allclose(value, other, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "conv"])
+def test_shapes(kind):
+    update = {"kind": kind, "num_channels": 4, "downsample": False, "head_channels": 2}
+    model = MODEL.model_copy(update=update)
+    shape = (OBS,) if kind == "mlp" else (3, 5, 5)
+    net = HistoryNetwork(shape, A, model, with_projection=True).eval()
+    latent_shape = (12,) if kind == "mlp" else (4, 5, 5)
+    assert net.latent_shape == latent_shape
+    flat = int(np.prod(latent_shape)) + 8
+    s_v, s_r = net.value_support.size, net.reward_support.size
+    with torch.no_grad():
+        root = net.initial_inference(torch.rand(3, *shape))
+        step = net.recurrent_inference(root.latent, torch.tensor([0, 1, 1]))
+        embed = net.project(net.layout.unpack(step.latent)[0], with_grad=True)
+    for out in (root, step):
+        assert out.latent.shape == (3, flat)
+        assert out.value_logits.shape == (3, s_v)
+        assert out.reward_logits.shape == (3, s_r)
+        assert out.policy_logits.shape == (3, A)
+    assert torch.equal(net.layout.unpack(root.latent)[1], torch.zeros(3, 8))  # empty history
+    assert net.transition_reward(root.latent, step).shape == (3,)
+    assert embed.shape == (3, model.proj_out_dim)
+
+
+def test_a_fresh_network_predicts_zero_rewards_and_uniform_policies():
+    # Zero-initialised last layers (the reference's `last_linear_layer_init_zero=True`).
     torch.manual_seed(0)
     net = HistoryNetwork((OBS,), A, MODEL, with_projection=False).eval()
-    obs = torch.randn(3, OBS)
     with torch.no_grad():
-        mine, core = net.initial_inference(obs), net.core.initial_inference(obs)
-    assert torch.equal(net.layout.unpack(mine.latent)[0], core.latent)
-    assert torch.equal(mine.value_logits, core.value_logits)
-    assert torch.equal(mine.policy_logits, core.policy_logits)
+        root = net.initial_inference(torch.randn(3, OBS))
+        step = net.recurrent_inference(root.latent, torch.tensor([0, 1, 0]))
+    assert torch.equal(step.reward_logits, torch.zeros(3, net.reward_support.size))
+    assert torch.allclose(net.transition_reward(root.latent, step), torch.zeros(3), atol=1e-5)
+    assert torch.equal(step.policy_logits, torch.zeros(3, A))

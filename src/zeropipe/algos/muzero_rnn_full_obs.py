@@ -1,19 +1,24 @@
-"""The muzero_rnn_full_obs family: MuZero with a GRU latent history, trained with teacher forcing.
+"""The muzero_rnn_full_obs family: MuZero with a GRU in the dynamics, trained with teacher forcing.
 
 Runs in: any (network building and acting state in every process; the loss in the driver).
-LightZero `MuZeroRNNFullObsPolicy` (lightzero_facts §1.2.3): the unroll feeds the dynamics the
+LightZero `MuZeroRNNFullObsPolicy` (opendilab/LightZero@9f717c8,
+`lzero/policy/muzero_rnn_full_obs.py`; lightzero_facts §1.2.3): the unroll feeds the dynamics the
 *encoded true* observation of every step (teacher forcing) while the GRU history runs along the
-stored actions; value and policy are read from the true latent with the history, the reward from
-the predicted one, and an SSL consistency loss pulls the predicted next latent towards the encoded
-one. Acting carries each env's history along the actions actually taken (the chosen child's
-history, `carried_roots`) and restarts it at an episode start and every `context_length_init`
-steps, as the reference's model does; the root latent is always the encoded observation.
+stored actions; value and policy are read from the true latent with the history, the reward from the
+dynamics' GRU output, and an SSL consistency loss pulls the predicted next latent towards the
+encoded one (`history_loss`; the network is `models/history_network.py`). Acting carries each env's
+history along the actions actually taken (the chosen child's history, `carried_roots`) and restarts
+it at an episode start and every `context_length_init` steps, as the reference's model does; the
+root latent is always the encoded observation. Reanalysis searches without root noise
+(`puct_quiet_reanalysis`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
+import numpy as np
 import torch
 from pydantic import Field
 
@@ -22,12 +27,20 @@ from zeropipe.algos.losses import (
     UnrollInputs,
     UnrollLoss,
     _prediction_terms,
-    _scale_gradient,
     cross_entropy,
     negative_cosine,
 )
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.config import HistoryModelConfig
+from zeropipe.mcts import (
+    SEARCH_POLICIES,
+    ActingParams,
+    PolicyOutput,
+    RecurrentFn,
+    SearchConfig,
+    SearchRoots,
+)
+from zeropipe.mcts.policies import puct_policy
 from zeropipe.models import HistoryNetwork, NetworkOutput, logits_to_scalar, scalar_to_two_hot
 
 
@@ -43,7 +56,17 @@ class MuZeroRNNFullObsConfig(CarriedRootOptions, MuZeroFamilyConfig):
 
 
 def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsConfig) -> UnrollLoss:
-    """Per-sample teacher-forced unroll loss.
+    """Per-sample teacher-forced unroll loss (the reference's `_forward_learn`, policy file lines
+    287-453).
+
+    Step k feeds the dynamics the encoded true latent of step k and the history so far; value
+    and policy of step k+1 read the encoded true latent of step k+1 with the new history, the
+    reward comes from the dynamics' GRU output, and SSL compares the predicted next latent with
+    the encoded one. As in the reference, every step's terms are summed with weight 1: no
+    1/num_unroll_steps scaling (lines 449-455 have no gradient hook; `lzero/policy/muzero.py`
+    line 600 has one) and no halving of the gradient into the dynamics (line 391 passes the
+    latent on as it is). This differs from `losses.unroll_loss`, which weights the unrolled terms
+    1/K and halves the dynamics' input gradient.
 
     Args:
         net: the HistoryNetwork being trained.
@@ -51,8 +74,7 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsCo
         cfg: loss weights.
 
     Returns:
-        UnrollLoss with `per_sample` [B] and the root value prediction [B]. Step terms after the
-        root are scaled by 1/K and the dynamics' input gradient is halved, as in `unroll_loss`.
+        UnrollLoss with `per_sample` [B] and the root value prediction [B].
     """
     w = loss_weights(cfg)
     b, k_steps = inp.actions.shape
@@ -60,18 +82,16 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsCo
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
     history = net.zero_history(b, true)  # [B, H] training starts every unroll with no history
-    out = _read(net, true[:, 0], history, None)
+    out = _read(net, true[:, 0], history, net.zero_reward_logits(b))
     root_value = logits_to_scalar(out.value_logits.detach(), net.value_support)
     pol, val, ent = _prediction_terms(out, inp, value_cat, 0)
     rew, ssl = torch.zeros_like(pol), torch.zeros_like(pol)
     for k in range(k_steps):
-        entry = _scale_gradient(true[:, k], 0.5)
-        predicted, history = net.transition(entry, history, inp.actions[:, k])
-        out = _read(net, true[:, k + 1], history, predicted)
+        predicted, history, reward_logits = net.transition(true[:, k], history, inp.actions[:, k])
+        out = _read(net, true[:, k + 1], history, reward_logits)
         p, v, e = _prediction_terms(out, inp, value_cat, k + 1)
-        r = cross_entropy(out.reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
-        pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
-        rew = rew + r / k_steps
+        pol, val, ent = pol + p, val + v, ent + e
+        rew = rew + cross_entropy(reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
         if w.ssl > 0:
             target = net.project(true[:, k + 1].detach(), with_grad=False)
             s = negative_cosine(net.project(predicted, with_grad=True), target)
@@ -88,13 +108,9 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsCo
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
 
 
-def _read(net: HistoryNetwork, latent, history, predicted) -> NetworkOutput:
-    """Value and policy of the true latent with the history; reward of the predicted latent."""
-    value_logits, policy_logits = net.core.prediction(net.fused(latent, history))
-    if predicted is None:
-        reward_logits = net.core.zero_reward_logits(latent.shape[0])
-    else:
-        reward_logits = net.core.reward_head(net.fused(predicted, history))
+def _read(net: HistoryNetwork, latent, history, reward_logits) -> NetworkOutput:
+    """f of a true latent [B, ...] with the history [B, H], beside the step's reward logits."""
+    value_logits, policy_logits = net.prediction(latent, history)
     return NetworkOutput(latent, value_logits, reward_logits, policy_logits)
 
 
@@ -107,6 +123,30 @@ def history_roots(
     if child is not None:
         history = history.index_copy(0, rows, network.layout.unpack(child.latent)[1])
     return network.root(obs, history)
+
+
+def puct_quiet_reanalysis(
+    roots: SearchRoots,
+    recurrent_fn: RecurrentFn,
+    cfg: SearchConfig,
+    rng: np.random.Generator,
+    acting: ActingParams,
+) -> PolicyOutput:
+    """`puct_policy`, with no root noise when reanalysing.
+
+    The reference's muzero_rnn_full_obs sets `reanalyze_noise=False` (policy file line 179), so
+    its buffer prepares reanalysis roots with `prepare_no_noise`
+    (`lzero/mcts/buffer/game_buffer_muzero.py` lines 649-652 and 663-666); collect keeps the noise.
+    A weight of 0 leaves the prior exactly as it is: (1 - 0)·prior + 0·noise.
+    """
+    if acting.mode == "reanalyze":
+        cfg = replace(cfg, root_noise_weight=0.0)
+    return puct_policy(roots, recurrent_fn, cfg, rng, acting)
+
+
+# The search policy of muzero_rnn_full_obs, by the name its `Algorithm` gives (`registry.py`).
+PUCT_QUIET_REANALYSIS = "puct_quiet_reanalysis"
+SEARCH_POLICIES[PUCT_QUIET_REANALYSIS] = puct_quiet_reanalysis
 
 
 class MuZeroRNNFullObsFamily(MuZeroFamily):

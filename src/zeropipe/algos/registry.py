@@ -20,7 +20,11 @@ from zeropipe.algos.efficientzero import EFFICIENTZERO, EfficientZeroConfig
 from zeropipe.algos.gumbel_muzero import GumbelMuZeroConfig
 from zeropipe.algos.muzero import MUZERO, MuZeroConfig
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT, MuZeroContextConfig
-from zeropipe.algos.muzero_rnn_full_obs import MUZERO_RNN_FULL_OBS, MuZeroRNNFullObsConfig
+from zeropipe.algos.muzero_rnn_full_obs import (
+    MUZERO_RNN_FULL_OBS,
+    PUCT_QUIET_REANALYSIS,
+    MuZeroRNNFullObsConfig,
+)
 from zeropipe.algos.network_search import NetworkSearch, RootSource
 from zeropipe.algos.observation import stacked_input_shape
 from zeropipe.algos.sampled_efficientzero import SAMPLED_EFFICIENTZERO, SampledEfficientZeroConfig
@@ -74,7 +78,7 @@ for _builtin in (
     Algorithm(UniZeroConfig, UNIZERO, "puct"),
     Algorithm(SampledUniZeroConfig, SAMPLED_UNIZERO, "sampled"),
     Algorithm(MuZeroContextConfig, MUZERO_CONTEXT, "puct"),
-    Algorithm(MuZeroRNNFullObsConfig, MUZERO_RNN_FULL_OBS, "puct"),
+    Algorithm(MuZeroRNNFullObsConfig, MUZERO_RNN_FULL_OBS, PUCT_QUIET_REANALYSIS),
     Algorithm(StochasticMuZeroConfig, STOCHASTIC, "chance"),
 ):
     register(_builtin)
