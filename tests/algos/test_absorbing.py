@@ -30,7 +30,7 @@ FAMILY_TYPES = [
     "stochastic_muzero",
 ]
 # its teacher-forced loss does not read UnrollInputs.absorbing yet (the config option exists)
-NOT_YET = {"muzero_rnn_full_obs"}
+NOT_YET: set[str] = set()
 
 
 def _cases() -> list:

@@ -29,6 +29,7 @@ from zeropipe.algos.losses import (
     _prediction_terms,
     cross_entropy,
     negative_cosine,
+    with_absorbing_masks,
 )
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.config import HistoryModelConfig
@@ -78,6 +79,8 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsCo
     """
     w = loss_weights(cfg)
     b, k_steps = inp.actions.shape
+    ssl_mask = inp.reward_mask  # SSL only between real transitions
+    inp, reward_mask = with_absorbing_masks(inp)  # `absorbing_terminal`: value and reward 0 past
     true = net.encode(inp.obs_seq.flatten(0, 1)).unflatten(0, (b, k_steps + 1))  # [B, K+1, ...]
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S_r]
@@ -91,11 +94,11 @@ def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsCo
         out = _read(net, true[:, k + 1], history, reward_logits)
         p, v, e = _prediction_terms(out, inp, value_cat, k + 1)
         pol, val, ent = pol + p, val + v, ent + e
-        rew = rew + cross_entropy(reward_logits, reward_cat[:, k]) * inp.reward_mask[:, k]
+        rew = rew + cross_entropy(reward_logits, reward_cat[:, k]) * reward_mask[:, k]
         if w.ssl > 0:
             target = net.project(true[:, k + 1].detach(), with_grad=False)
             s = negative_cosine(net.project(predicted, with_grad=True), target)
-            ssl = ssl + s * inp.reward_mask[:, k]
+            ssl = ssl + s * ssl_mask[:, k]
     per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
     terms = {
         "policy_loss": pol,
