@@ -234,7 +234,11 @@ def test_the_compiled_chance_search_matches_the_per_node_reference(actions, outc
         policy_logits=model.logits[starts],
         action_mask=legal,
     )
-    cfg = SearchConfig(num_simulations=sims, discount=discount, chance_space_size=outcomes)
+    # The per-node reference takes the first action of maximal score (LightZero's
+    # `deterministic` tie rule), so the compiled search is compared under that rule.
+    cfg = SearchConfig(
+        num_simulations=sims, discount=discount, chance_space_size=outcomes, tie_break="first"
+    )
     out = run_search(
         roots,
         _TabularChanceFn(model),
