@@ -127,10 +127,11 @@ def test_unvisited_root_child_takes_the_mean_of_visited_q() -> None:
     """Two simulations on a bandit paying [1, 0], uniform prior, γ = 1, root value -5.
 
     Simulation 1 ties (N = 0) and, under the first-action tie rule, visits arm 0: q0 = 1, the
-    root's value becomes 1 / 2 and the min-max range [0.5, 1]. Simulation 2, N = 1, pb_c ≈ 1.25: arm 0 scores norm(1) + 1.25·.5/2
-    = 1.3125; unvisited arm 1 takes the root mean Q = q0 = 1, so norm(1) + 1.25·.5 = 1.625 and
-    wins. Root value (1 + 0) / 3. The old rule (unvisited = mean of the root's value, which
-    held the network's -5, and q0) scored arm 1 at 1.125 and visited arm 0 again.
+    root's value becomes 1 / 2 and the min-max range [0.5, 1]. Simulation 2, N = 1,
+    pb_c ≈ 1.25: arm 0 scores norm(1) + 1.25·.5/2 = 1.3125; unvisited arm 1 takes the root
+    mean Q = q0 = 1, so norm(1) + 1.25·.5 = 1.625 and wins. Root value (1 + 0) / 3. The old
+    rule (unvisited = mean of the root's value, which held the network's -5, and q0) scored
+    arm 1 at 1.125 and visited arm 0 again.
     """
     cfg = SearchConfig(num_simulations=2, discount=1.0, tie_break="first")
     out = run_search(
