@@ -234,7 +234,11 @@ def test_the_compiled_chance_search_matches_the_per_node_reference(actions, outc
         policy_logits=model.logits[starts],
         action_mask=legal,
     )
-    cfg = SearchConfig(num_simulations=sims, discount=discount, chance_space_size=outcomes)
+    # The per-node reference takes the first action of maximal score (LightZero's
+    # `deterministic` tie rule), so the compiled search is compared under that rule.
+    cfg = SearchConfig(
+        num_simulations=sims, discount=discount, chance_space_size=outcomes, tie_break="first"
+    )
     out = run_search(
         roots,
         _TabularChanceFn(model),
@@ -263,3 +267,42 @@ def test_the_compiled_chance_search_matches_the_per_node_reference(actions, outc
     if outcomes == 1:  # the trivial prior: every chance node has its one outcome only
         chance = tree.node_is_chance & (tree.node_visits > 1)
         assert (tree.children_visits[chance][:, 1:] == 0).all()
+
+
+class _OneStepModel:
+    """One action, one chance outcome: an afterstate is worth 3, a state 2, the step pays 1."""
+
+    def __call__(self, latent, codes, from_chance) -> StepOutput:
+        batch = codes.shape[0]
+        return StepOutput(
+            latent=latent + 1.0,
+            reward=np.where(from_chance, 1.0, 0.0).astype(np.float32),
+            value=np.where(from_chance, 2.0, 3.0).astype(np.float32),
+            policy_logits=np.zeros((batch, 1), dtype=np.float32),
+        )
+
+
+def test_one_env_step_is_discounted_once_not_at_the_afterstate_too():
+    """Ours: γ once per env step, the decision → afterstate edge adds no reward and no discount.
+
+    Two simulations, γ = 0.5: the first expands the afterstate (value 3), the second the state
+    below it (reward 1, value 2), whose return through the afterstate is 1 + 0.5·2 = 2. The
+    afterstate's value, and Q(root, 0), is (3 + 2) / 2 = 2.5, the root's value (3 + 2) / 3.
+    LightZero's stochastic tree also discounts the afterstate edge (`cbackpropagate`,
+    ctree_stochastic_muzero/lib/cnode.cpp:496-527): Q = 0 + 0.5·2.5 = 1.25, i.e. γ² per env
+    step, which the n-step value targets (γ per env step) do not share — the reference's defect
+    that docs/parity.md keeps ours against.
+    """
+    cfg = SearchConfig(num_simulations=2, discount=0.5, chance_space_size=1)
+    out = run_search(
+        make_roots(1, 1),
+        _OneStepModel(),
+        cfg,
+        np.random.default_rng(0),
+        add_noise=False,
+        rule=CHANCE,
+        chance_space_size=1,
+    )
+    assert out.q_values[0, 0] == pytest.approx(2.5)
+    assert out.q_values[0, 0] != pytest.approx(1.25)
+    assert out.root_value[0] == pytest.approx(5.0 / 3.0)

@@ -88,7 +88,9 @@ def compare_case(
         policy_logits=model.logits[states],
         action_mask=mask,
     )
-    cfg = SearchConfig(num_simulations=num_simulations, discount=discount)
+    # The per-node reference takes the first action of the tie list (LightZero's
+    # `deterministic` flag): the compiled search is compared under that tie rule.
+    cfg = SearchConfig(num_simulations=num_simulations, discount=discount, tie_break="first")
     out = run_search(roots, TabularRecurrent(model), cfg, rng, add_noise=False)
     tree = out.tree
     for b in range(ROOTS_PER_CASE):

@@ -38,7 +38,10 @@ class MinusOnePerStepModel:
 
 
 def test_the_network_visit_counts_the_root_value() -> None:
-    cfg = SearchConfig(num_simulations=1, discount=0.9, root_visit_value="network")
+    # The first simulation ties every arm (N = 0); the first-action rule visits arm 0.
+    cfg = SearchConfig(
+        num_simulations=1, discount=0.9, root_visit_value="network", tie_break="first"
+    )
     roots = make_roots(1, 3, value=2.0)
     out = run_search(roots, BanditModel(PAYOFFS), cfg, np.random.default_rng(0), False)
     assert out.visit_counts.tolist() == [[1, 0, 0]]

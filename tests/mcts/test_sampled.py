@@ -66,10 +66,13 @@ class Recorder:
 
 
 def _search(prior: str, num_simulations: int, k: int, mask=None, seed: int = 0):
+    """A sampled search under the first-action tie rule (the hand computations rely on it)."""
     num_actions = 6
     model = Recorder(num_actions)
     roots = make_roots(4, num_actions, logits=model.logits, action_mask=mask)
-    cfg = SearchConfig(num_simulations=num_simulations, discount=0.997, sampled_prior=prior)
+    cfg = SearchConfig(
+        num_simulations=num_simulations, discount=0.997, sampled_prior=prior, tie_break="first"
+    )
     slots = SampledSlots(4, num_simulations + 1, k, prior, np.random.default_rng(seed))
     out = run_search(roots, model, cfg, np.random.default_rng(seed), False, slots=slots)
     return out, slots, model
@@ -91,8 +94,9 @@ def test_the_model_steps_with_the_real_actions_of_sampled_slots() -> None:
 @pytest.mark.parametrize("prior", ["density", "uniform"])
 def test_prior_terms_match_a_hand_computation(prior: str) -> None:
     # Every payoff is 0, so all Q are 0: the first simulation takes slot 0 (all scores tie at
-    # N = 0), the second the unvisited slot of largest prior term: density π(a) / Σ π over the
-    # sampled actions, uniform 1/K (so the first unvisited slot, slot 1).
+    # N = 0; the first-action tie rule), the second the unvisited slot of largest prior term:
+    # density π(a) / Σ π over the sampled actions, uniform 1/K (so the first unvisited slot,
+    # slot 1).
     out, slots, model = _search(prior, 2, 3)
     root_actions = slots.root_actions()  # [B, K]
     probs = np.arange(1, 7) / 21.0  # softmax(log(1..6))

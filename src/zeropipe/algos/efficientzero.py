@@ -6,8 +6,10 @@ every `lstm_horizon_len` steps (`models/efficientzero.py`), so the reward term o
 becomes a value-prefix cross-entropy against `value_prefix_targets`; the consistency term and the
 policy and value terms are MuZero's. The reference has no entropy term (its default weight is 0
 for this type, `EfficientZeroConfig`). One difference from the reference: `unroll_loss` halves the
-gradient of the whole packed state at each step's entry, so the LSTM state's gradient is halved
-along with the latent's (the reference halves the latent's only).
+gradient of the whole packed state (the latent and the LSTM state) at each step's entry (MuZero
+app. G); the reference halves neither (no gradient scaling inside its unroll,
+policy/efficientzero.py:389-457; its only scaling is the 1/K hook on the total loss, :478-479).
+See docs/parity.md.
 """
 
 from __future__ import annotations

@@ -28,5 +28,7 @@ def search_config(cfg: PolicyConfig, num_simulations: int, **options: Any) -> Se
         root_dirichlet_alpha=cfg.root_dirichlet_alpha,
         root_noise_weight=cfg.root_noise_weight,
         root_visit_value=cfg.root_visit_value,
+        tie_break=cfg.tie_break,
+        eval_tie_break=cfg.eval_tie_break,
         **options,
     )

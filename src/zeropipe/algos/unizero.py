@@ -59,6 +59,11 @@ class UniZeroConfig(UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
 
     type: Literal["unizero"] = Field("unizero", description="Policy type; see DESIGN §3.")
+    eval_tie_break: Literal["random", "first"] = Field(
+        "first",
+        description="PUCT ties in eval searches: 'first' as LightZero's unizero eval search "
+        "(`mcts_eval_cfg.deterministic = True`, policy/unizero.py:2122), or 'random'.",
+    )
 
 
 def unizero_loss(

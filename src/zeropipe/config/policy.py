@@ -64,10 +64,24 @@ class PolicyConfig(Section):
     root_visit_value: Literal["zero", "network"] = Field(
         "zero",
         description="What the search root's initial visit adds to its value sum: 'zero' "
-        "(LightZero's MuZero trees; root value W/(n+1)) or 'network' (mctx and LightZero's "
-        "Gumbel tree: the network's root value, (v+W)/(n+1)). With |V| large next to the "
-        "differences between actions (Acrobot, V ~ -85) 'zero' widens the min-max range until "
-        "the visits follow the prior; measured there, 'network' learns (issue 15 notes).",
+        "(every LightZero tree, its Gumbel tree included: one visit, no value; root value "
+        "W/(n+1)) or 'network' (mctx: the network's root value, (v+W)/(n+1)). With |V| large "
+        "next to the differences between actions (Acrobot, V ~ -85) 'zero' widens the min-max "
+        "range until the visits follow the prior; measured there, 'network' learns (issue 15 "
+        "notes).",
+    )
+    tie_break: Literal["random", "first"] = Field(
+        "random",
+        description="PUCT ties in collect and reanalysis searches (not read by gumbel_muzero): "
+        "'random' (LightZero: a uniform pick among the scores within 1e-6 of the maximum, from "
+        "a stream seeded by the actor's generator, so runs stay reproducible per seed) or "
+        "'first' (the lowest such action, LightZero's `deterministic` flag).",
+    )
+    eval_tie_break: Literal["random", "first"] = Field(
+        "random",
+        description="PUCT ties in eval searches, as tie_break. LightZero breaks eval ties at "
+        "random in every MuZero-family tree and sampled_unizero's; its unizero eval search is "
+        "deterministic, so unizero defaults to 'first'.",
     )
     channels_last: bool = Field(
         True,

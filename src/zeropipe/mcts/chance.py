@@ -7,8 +7,10 @@ their first A children, whose Q is the afterstate's value (the decision → afte
 reward and no discount). Chance nodes draw an outcome from their prior (LightZero samples with
 `std::discrete_distribution`); the draw comes from a counter-based generator keyed by the tree's
 `chance_seed` (drawn from the actor's `np.random.Generator` for every search), the tree, the node
-and its visit count, so a search is reproducible from its generator and every visit of a chance
-node draws afresh. B denotes the batch of roots.
+and its visit count (`streams.keyed_uniform`), so a search is reproducible from its generator and
+every visit of a chance node draws afresh. Decision-node ties are broken as PUCT's
+(`selection.break_tie`; LightZero's stochastic tree keeps the same random tie list,
+ctree_stochastic_muzero/lib/cnode.cpp:635-660). B denotes the batch of roots.
 """
 
 from __future__ import annotations
@@ -19,29 +21,15 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.backup import expand_node, update_min_max
-from zeropipe.mcts.selection import SearchParams, normalized_q
+from zeropipe.mcts.selection import SearchParams, break_tie, normalized_q
+from zeropipe.mcts.streams import keyed_uniform
 from zeropipe.mcts.tree import NO_PARENT, ROOT_INDEX, UNVISITED, Tree
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_2 = np.uint64(0x94D049BB133111EB)
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _splitmix(z: np.uint64) -> np.uint64:
-    """The splitmix64 finaliser (Steele et al. 2014): a bijective 64-bit mix."""
-    z = (z ^ (z >> np.uint64(30))) * _MIX_1
-    z = (z ^ (z >> np.uint64(27))) * _MIX_2
-    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def chance_uniform(seed: np.uint64, b: int, node: int, visit: int) -> float:
     """A uniform draw in [0, 1) keyed by (seed, tree b, node, the node's visit count)."""
-    z = _splitmix(seed + np.uint64(b) * _GOLDEN)
-    z = _splitmix(z + np.uint64(node) * _GOLDEN)
-    z = _splitmix(z + np.uint64(visit) * _GOLDEN)
-    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)  # 53 bits / 2**53
+    return keyed_uniform(seed, b, node, visit)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -91,7 +79,13 @@ def chance_mean_q(
 
 @njit(cache=True, inline="always", error_model="numpy")
 def decision_select(
-    tree: Tree, params: SearchParams, b: int, node: int, is_root: bool, unvisited_q: float
+    tree: Tree,
+    params: SearchParams,
+    b: int,
+    node: int,
+    is_root: bool,
+    unvisited_q: float,
+    scores: np.ndarray,
 ) -> int:
     """PUCT over the first A children of decision node `node` (`selection.puct_select`'s score).
 
@@ -102,9 +96,11 @@ def decision_select(
         node: a decision node.
         is_root: whether `node` is the root, whose illegal actions are excluded.
         unvisited_q: the node's `chance_mean_q`, the Q assumed for unvisited children.
+        scores: [max(A, C)] float64 scratch, left holding the first A scores (-inf on illegal
+            root actions).
 
     Returns:
-        The first action of maximal score.
+        The action of maximal score; ties are broken as `selection.break_tie` says.
     """
     parent_visits = tree.node_visits[b, node] - 1
     pb_c = math.log((parent_visits + params.pb_c_base + 1.0) / params.pb_c_base) + params.pb_c_init
@@ -112,8 +108,10 @@ def decision_select(
     fill_q = normalized_q(tree, b, unvisited_q, params.value_delta_max)
     best = -np.inf
     choice = -1
-    for a in range(tree.node_width[b, node]):
+    width = tree.node_width[b, node]
+    for a in range(width):
         if is_root and not tree.root_legal[b, a]:
+            scores[a] = -np.inf
             continue
         n = tree.children_visits[b, node, a]
         if n > 0:
@@ -123,14 +121,17 @@ def decision_select(
         else:
             value_score = fill_q
         score = value_score + exploration * tree.children_prior[b, node, a] / (1.0 + n)
+        scores[a] = score
         if score > best:
             best = score
             choice = a
+    if params.random_ties:
+        choice = break_tie(tree, b, node, scores, choice, width)
     return choice
 
 
 @njit(cache=True, error_model="numpy")
-def descend_chance(tree: Tree, params: SearchParams, b: int) -> tuple[int, int]:
+def descend_chance(tree: Tree, params: SearchParams, b: int, scores: np.ndarray) -> tuple[int, int]:
     """From the root of tree b to the first unexpanded edge: PUCT at decision nodes, a draw from
     the prior at chance nodes. The parent-mean-Q chain runs through both kinds of node.
 
@@ -145,7 +146,7 @@ def descend_chance(tree: Tree, params: SearchParams, b: int) -> tuple[int, int]:
         if tree.node_is_chance[b, node]:
             action = sample_outcome(tree, b, node)
         else:
-            action = decision_select(tree, params, b, node, is_root, parent_q)
+            action = decision_select(tree, params, b, node, is_root, parent_q, scores)
         child = tree.children_index[b, node, action]
         if child == UNVISITED:
             return node, np.int64(action)
@@ -159,8 +160,9 @@ def traverse_chance_batch(
 ) -> None:
     """`selection.traverse_batch` for the CHANCE rule: writes every tree's next edge into
     `parents` and `actions` ([B] int64)."""
+    scores = np.empty(tree.children_index.shape[2], dtype=np.float64)
     for b in range(tree.children_index.shape[0]):
-        node, action = descend_chance(tree, params, b)
+        node, action = descend_chance(tree, params, b, scores)
         parents[b] = node
         actions[b] = action
 

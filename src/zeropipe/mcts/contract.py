@@ -51,9 +51,17 @@ class SearchConfig:
             output is then [B, 2D] tanh-Gaussian parameters (mu then sigma).
         chance_space_size: chance: C, the outcomes of a chance node (0 for the other rules).
         root_visit_value: what the root's initial visit adds to its value sum: "zero"
-            (LightZero's MuZero trees: the root value is W / (n + 1) after n simulations) or
-            "network" (mctx and LightZero's Gumbel tree: (v + W) / (n + 1), v the network's
-            root value).
+            (every LightZero tree, the Gumbel one included: the root counts one visit and no
+            value, so its value is W / (n + 1) after n simulations; ctree_muzero and
+            ctree_gumbel_muzero `CRoots::prepare`) or "network" (mctx: (v + W) / (n + 1), v the
+            network's root value).
+        tie_break: PUCT ties in collect and reanalysis searches (every rule but Gumbel's):
+            "random" (LightZero: a uniform pick among the scores within 1e-6 of the maximum,
+            `cselect_child`) or "first" (the first action of maximal score, LightZero's
+            `deterministic` flag). The draw is keyed by a seed taken from the search's
+            generator, so a run stays reproducible from its seed.
+        eval_tie_break: the same for eval searches. LightZero's MuZero-family trees break ties
+            at random in eval too; only UniZero's eval search sets `deterministic` ("first").
     """
 
     num_simulations: int
@@ -72,6 +80,8 @@ class SearchConfig:
     continuous_actions: bool = False
     chance_space_size: int = 0
     root_visit_value: str = "zero"
+    tie_break: str = "random"
+    eval_tie_break: str = "random"
 
     def __post_init__(self) -> None:
         if self.num_simulations < 1:
@@ -83,6 +93,11 @@ class SearchConfig:
                 "SearchConfig.root_visit_value must be 'zero' or 'network', got "
                 f"{self.root_visit_value!r}"
             )
+        for name in ("tie_break", "eval_tie_break"):
+            if getattr(self, name) not in ("random", "first"):
+                raise ValueError(
+                    f"SearchConfig.{name} must be 'random' or 'first', got {getattr(self, name)!r}"
+                )
         if not 0.0 <= self.discount <= 1.0:
             raise ValueError(f"SearchConfig.discount must lie in [0, 1], got {self.discount}")
         if not (self.pb_c_base > 0.0 and math.isfinite(self.pb_c_base)):
@@ -178,7 +193,8 @@ class SearchOutput:
         visit_counts: [B, A] int32 visits of each root child (0 for illegal actions).
         root_value: [B] float32 search value of the root: its value sum over its visits, where
             the root starts with one visit and value sum 0 (LightZero: W / (n + 1) after n
-            simulations; the network's root value is not part of it).
+            simulations; the network's root value is not part of it), or the network's root
+            value with `root_visit_value="network"` (mctx: (v + W) / (n + 1)).
         q_values: [B, A] float32 r + γ·v of each root child, 0 where the child is unvisited.
         tree: the whole search tree, for policies that read more than these root statistics
             (Gumbel's completed Q and improved policy).

@@ -109,8 +109,17 @@ def puct_policy(
     Collect and reanalyze mix Dirichlet noise into the root prior (MuZero app. C); collect
     samples visits^(1/T) with ε-greedy on top (app. D), eval takes the most visited action.
     """
+    cfg = _tie_rule(cfg, acting)
     result = run_search(roots, recurrent_fn, cfg, rng, add_noise=acting.mode != "eval")
     return _visit_policy(result, roots, rng, acting)
+
+
+def _tie_rule(cfg: SearchConfig, acting: ActingParams) -> SearchConfig:
+    """`cfg` with the eval tie rule in eval searches (LightZero's UniZero eval search alone sets
+    `deterministic`, unizero.py:2122; its other trees break eval ties at random too)."""
+    if acting.mode == "eval" and cfg.eval_tie_break != cfg.tie_break:
+        return replace(cfg, tie_break=cfg.eval_tie_break)
+    return cfg
 
 
 def chance_policy(
@@ -131,7 +140,7 @@ def chance_policy(
     result = run_search(
         roots,
         recurrent_fn,
-        cfg,
+        _tie_rule(cfg, acting),
         rng,
         add_noise=acting.mode != "eval",
         rule=CHANCE,
@@ -257,7 +266,9 @@ def sampled_policy(
         root_noise=noise,
     )
     # the slots mix the noise into the sampled priors before the search normalises them
-    result = run_search(roots, recurrent_fn, cfg, rng, add_noise=False, slots=slots)
+    result = run_search(
+        roots, recurrent_fn, _tie_rule(cfg, acting), rng, add_noise=False, slots=slots
+    )
     counts = result.visit_counts  # [B, K]
     legal = result.tree.root_legal.copy()  # [B, K] slots holding a legal sampled action
     if acting.mode == "collect":

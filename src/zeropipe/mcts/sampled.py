@@ -17,8 +17,10 @@ keys u^(1/p), the K largest in descending key order (LightZero's ctree).
 The PUCT prior term of a sampled child is `density`: π(a) / Σ π over the node's sampled
 children (the reference's intent for sampled_efficientzero), or `uniform`: 1 / #children
 (sampled_muzero, sampled_unizero), which ignores the learned prior and therefore also the
-root's Dirichlet noise. (LightZero's ctrees name "density" but test it with an inverted
-`std::string::compare`, so both of its sampled trees in fact run `uniform`.)
+root's Dirichlet noise. (LightZero's sampled_efficientzero ctree names "density" but tests it
+with an inverted `std::string::compare` (ctree_sampled_efficientzero/lib/cnode.cpp:1054-1079),
+so it in fact runs `uniform`; its sampled_muzero ctree, which sampled_unizero shares, names
+"uniform" and tests it with `==` (ctree_sampled_muzero/lib/cnode.cpp:1016-1053).)
 
 Root noise with `density` follows the reference's order (`add_exploration_noise`, then the
 UCB's normalisation; lightzero_facts §1.2.5): Dirichlet(α) noise n over the K legal slots is

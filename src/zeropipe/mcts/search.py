@@ -7,7 +7,9 @@ this module only moves batched arrays between them, the model, and the latent st
 reuse this loop with another rule code (another descent in `selection.py`) rather than copy it:
 PUCT (MuZero), Gumbel and chance nodes (Stochastic MuZero, `chance.py`) today. The root follows
 LightZero by default: one visit, value sum 0, so its reported value is W / (n + 1) after n
-simulations; `SearchConfig.root_visit_value="network"` counts the network's value in that visit.
+simulations (its Gumbel tree too); `SearchConfig.root_visit_value="network"` counts the
+network's value in that visit (mctx). PUCT ties are broken as `SearchConfig.tie_break` says, with a
+seed drawn from the search's generator (`selection.break_tie`).
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def run_search(
     if rule == CHANCE:
         tree.node_width[:] = num_actions
         tree.chance_seed[0] = rng.integers(2**63, dtype=np.uint64)
-    params = search_params(cfg)
+    params = search_params(cfg, rule)
+    if params.random_ties:
+        tree.tie_seed[0] = rng.integers(2**63, dtype=np.uint64)
     latent = roots.latent.detach()
     # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
     store = latent.new_empty((num_simulations + 1, *latent.shape))
@@ -120,8 +124,9 @@ def run_search(
     return _root_output(tree, cfg.discount, num_actions, rule == CHANCE)
 
 
-def search_params(cfg: SearchConfig) -> SearchParams:
-    """The scalar constants of `cfg` that the compiled kernels read."""
+def search_params(cfg: SearchConfig, rule: int = PUCT) -> SearchParams:
+    """The scalar constants of `cfg` that the compiled kernels read; random tie-breaks only for
+    the PUCT-based rules (the Gumbel rules have their own deterministic order)."""
     return SearchParams(
         cfg.discount,
         cfg.pb_c_base,
@@ -129,6 +134,7 @@ def search_params(cfg: SearchConfig) -> SearchParams:
         cfg.value_delta_max,
         cfg.maxvisit_init,
         cfg.value_scale,
+        rule != GUMBEL and cfg.tie_break == "random",
     )
 
 
@@ -167,9 +173,10 @@ def _init_roots(
     share, and every backup widens the min-max statistics by γ times that shrunk value. Where
     |V| is large next to the differences between actions (Acrobot: V ≈ -85, Q differences
     ≈ 0.1-1) the widening (≈ |V| / (n + 1) ≈ 3.3 at n = 25) flattens the normalised Q and the
-    visits follow the prior (issue 15 notes). With `root_visit_value="network"` (mctx, and
-    LightZero's own Gumbel tree) that visit carries the network's root value: (v + W) / (n + 1).
-    The raw value is kept either way for Gumbel's mixed value.
+    visits follow the prior (issue 15 notes). LightZero's Gumbel tree does the same (its
+    `CRoots::prepare` adds the visit and keeps the network value only as the raw value for the
+    mixed value). With `root_visit_value="network"` (mctx) that visit carries the network's root
+    value: (v + W) / (n + 1). The raw value is kept either way for Gumbel's mixed value.
     """
     mask = roots.action_mask.astype(np.bool_)
     tree.children_prior[:, ROOT_INDEX] = root_prior(

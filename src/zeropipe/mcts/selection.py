@@ -15,10 +15,12 @@ per node at B = 8, A = 2; with NUMBA_LLVM_REFPRUNE_PASS=0 the fast form slows do
 
 PUCT follows LightZero's C++ tree exactly (`cbatch_traverse`, `compute_mean_q`, `cselect_child`,
 `cucb_score`, `CMinMaxStats`): unvisited children take the parent-mean-Q chain, pb_c counts the
-parent's visits minus one, min-max normalisation then a clamp to [0, 1], and, as LightZero with
-`deterministic` tie-breaking, the first action of maximal score. The Gumbel rules follow mctx
-(`gumbel_muzero_root_action_selection`, `gumbel_muzero_interior_action_selection`) over the
-completed Q of `qtransform.py`. The per-node functions are inlined into the descents
+parent's visits minus one, min-max normalisation then a clamp to [0, 1], and LightZero's tie list
+(`break_tie`): with `SearchParams.random_ties` a uniform draw among the actions tied within 1e-6
+of the maximum (LightZero's collect, reanalysis and, outside UniZero, eval search), otherwise the
+first action of maximal score (its `deterministic` flag, UniZero's eval). The Gumbel rules
+follow mctx (`gumbel_muzero_root_action_selection`, `gumbel_muzero_interior_action_selection`)
+over the completed Q of `qtransform.py`. The per-node functions are inlined into the descents
 (`inline="always"`), and every kernel uses numba's "numpy" error model (see `simulate.py`).
 """
 
@@ -31,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from zeropipe.mcts.qtransform import sigma_completed_q
+from zeropipe.mcts.streams import keyed_uniform
 from zeropipe.mcts.tree import ROOT_INDEX, UNVISITED, Tree
 
 # Rule codes understood by `traverse_batch`: which descent walks the trees.
@@ -44,6 +47,9 @@ CHANCE = 2
 
 # mctx's floor for g + logits + σ(q), so that a zero prior (log 0 = -inf) still compares.
 LOW_LOGIT = -1e9
+# LightZero's tie window: a score within this of the running maximum joins the tie list
+# (`cselect_child`, ctree_muzero/lib/cnode.cpp:568; the same constant in every C++ tree).
+TIE_EPSILON = 1e-6
 
 
 class SearchParams(NamedTuple):
@@ -55,6 +61,9 @@ class SearchParams(NamedTuple):
     value_delta_max: float
     maxvisit_init: float
     value_scale: float
+    # PUCT: break ties with a draw from the tree's `tie_seed` (LightZero's `rand()`), rather
+    # than taking the first maximal action (its `deterministic` flag).
+    random_ties: bool = False
 
 
 # The name before Gumbel. numba's on-disk cache indexes pickle argument types by name, and an
@@ -112,7 +121,7 @@ def puct_select(
     pb_c = log((N + c_base + 1) / c_base) + c_init and N = visits(node) - 1 (LightZero; this is
     the children's visit sum). Unvisited children score the node's `mean_q`, computed from
     `parent_q`. Illegal root actions are never picked; interior nodes treat every action as
-    legal. The first action of maximal score wins (LightZero's deterministic tie-break).
+    legal. Ties: `break_tie` with `params.random_ties`, else the first action of maximal score.
 
     Args:
         tree: the batch of trees.
@@ -147,7 +156,49 @@ def puct_select(
         if scores[a] > best:
             best = scores[a]
             choice = a
+    if params.random_ties:
+        choice = break_tie(tree, b, node, scores, choice, tree.children_visits.shape[2])
     return choice, unvisited_q
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def break_tie(tree: Tree, b: int, node: int, scores: np.ndarray, first: int, width: int) -> int:
+    """A uniform pick among the actions LightZero's `cselect_child` would list as tied.
+
+    LightZero walks the actions in order, restarts its list at every strictly larger score and
+    appends every score within TIE_EPSILON below the running maximum, then takes
+    `list[rand() % size]` (ctree_muzero/lib/cnode.cpp:567-592). Its list is therefore `first`
+    (the first action of maximal score M) and every later action scoring at least M - ε; an
+    earlier action within ε of M was dropped when M arrived. The draw is keyed by the tree's
+    `tie_seed`, the tree, the node and the node's visit count (`streams.keyed_uniform`), so a
+    search replays its choices from its seed while each visit of a node draws afresh.
+
+    Args:
+        tree: the batch of trees.
+        b: which tree.
+        node: the node whose child is chosen.
+        scores: [>= width] float64 scores of the node's children (-inf where not allowed).
+        first: the first action of maximal score.
+        width: how many of the node's children compete.
+
+    Returns:
+        The chosen action (`first` when nothing ties with it).
+    """
+    floor = scores[first] - TIE_EPSILON
+    count = 0
+    for a in range(first, width):
+        if scores[a] >= floor:
+            count += 1
+    if count == 1:
+        return first
+    u = keyed_uniform(tree.tie_seed[0], b, node, tree.node_visits[b, node])
+    pick = min(int(u * count), count - 1)
+    for a in range(first, width):
+        if scores[a] >= floor:
+            if pick == 0:
+                return a
+            pick -= 1
+    return first
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -8,8 +8,8 @@ argument in Python: ~1 µs against ~3 µs per call, a large share of a B = 8 sim
 
 numba's on-disk cache (`cache=True`) keys each function by its own file only: the cached
 `simulation_step` embeds the code of `traverse_batch`, `traverse_chance_batch`,
-`expand_and_backup_batch` and what they inline from `selection.py`, `chance.py`, `backup.py` and
-`qtransform.py`, and is not invalidated when only
+`expand_and_backup_batch` and what they inline from `selection.py`, `chance.py`, `backup.py`,
+`qtransform.py` and `streams.py`, and is not invalidated when only
 those files change (numba documents this limit). After editing them, delete the `*.nbi` / `*.nbc`
 files under `src/zeropipe/mcts/__pycache__/` (or touch this file), or the old kernels run.
 

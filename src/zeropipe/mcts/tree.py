@@ -4,7 +4,8 @@ Runs in: any. B denotes the batch of roots, N = num_simulations + 1 the nodes pe
 actions. Node 0 is the root; the leaf expanded by simulation s is node s + 1, so a node index also
 addresses the latent store of the search. Every variant shares one layout: the Gumbel fields (raw
 network values, root Gumbel noise, the sequential-halving schedule) and the chance fields (node
-kinds and widths, the outcome seed) are allocated for PUCT too, where they stay unread. The tree is
+kinds and widths, the outcome seed) are allocated for PUCT too, where they stay unread; the
+tie-break seed is read by PUCT and the chance rule's decision nodes. The tree is
 a NamedTuple so that the numba kernels in `selection.py` and `backup.py` take it as one argument and
 read its fields by name; the arrays are mutated in place, the tuple itself never changes.
 """
@@ -49,6 +50,8 @@ class Tree(NamedTuple):
         node_width: [B, N] int32 children of each node that exist (the CHANCE rule: A at a
             decision node, the chance space size at a chance node; A everywhere otherwise).
         chance_seed: [1] uint64 seed of the chance outcomes drawn in the descent (CHANCE rule).
+        tie_seed: [1] uint64 seed of the PUCT tie-breaks (`selection.break_tie`; read only
+            with `SearchParams.random_ties`).
     """
 
     children_index: np.ndarray
@@ -69,6 +72,7 @@ class Tree(NamedTuple):
     node_is_chance: np.ndarray
     node_width: np.ndarray
     chance_seed: np.ndarray
+    tie_seed: np.ndarray
 
 
 def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
@@ -102,4 +106,5 @@ def allocate_tree(batch_size: int, num_nodes: int, num_actions: int) -> Tree:
         node_is_chance=np.zeros((batch_size, num_nodes), dtype=np.bool_),
         node_width=np.full((batch_size, num_nodes), num_actions, dtype=np.int32),
         chance_seed=np.zeros(1, dtype=np.uint64),
+        tie_seed=np.zeros(1, dtype=np.uint64),
     )
