@@ -12,9 +12,15 @@ from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import TargetComputer
 from zeropipe.mcts import ActingParams, SearchConfig
 
-# Large noise so that a noisy root's visit shares move with the seed.
+# Large noise so that a noisy root's visit shares move with the seed; ties to the first action,
+# so that the noise is the only thing a seed can change.
 CFG = SearchConfig(
-    num_simulations=16, discount=0.9, root_noise_weight=0.75, root_dirichlet_alpha=0.3
+    num_simulations=16,
+    discount=0.9,
+    root_noise_weight=0.75,
+    root_dirichlet_alpha=0.3,
+    tie_break="first",
+    eval_tie_break="first",
 )
 
 
