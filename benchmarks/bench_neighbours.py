@@ -26,9 +26,13 @@ BUSY_LOOP = "while True:\n    pass\n"
 CASES = ("alone", "beside busy", "two at once")
 
 
-def _command(config: str, pipeline: str, run_dir: Path, seed: int) -> list[str]:
+def _command(
+    config: str, pipeline: str, run_dir: Path, seed: int, envsteps: int | None
+) -> list[str]:
     flag = ["--async-pipeline"] if pipeline == "async" else []
     sets = ["--set", f"exp_name={run_dir}", "--set", f"seed={seed}"]
+    if envsteps is not None:  # the same work in every case: no stop value, a fixed budget
+        sets += ["--set", "env.stop_value=1e9", "--set", f"max_env_step={envsteps}"]
     return [sys.executable, "-m", "zeropipe", "train", config, *flag, *sets, "--quiet"]
 
 
@@ -61,7 +65,9 @@ def _run_together(commands: list[list[str]], logs: list[Path]) -> list[float]:
     return walls
 
 
-def measure(config: str, pipeline: str, case: str, seed: int, tmp: Path) -> list[tuple[float, int]]:
+def measure(
+    config: str, pipeline: str, case: str, seed: int, tmp: Path, envsteps: int | None = None
+) -> list[tuple[float, int]]:
     """(wall s, stop env step) of each run of one case."""
     count = 2 if case == "two at once" else 1
     dirs = [tmp / f"{pipeline}_{case.replace(' ', '_')}_{i}" for i in range(count)]
@@ -69,7 +75,7 @@ def measure(config: str, pipeline: str, case: str, seed: int, tmp: Path) -> list
     if case == "beside busy":
         busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
     try:
-        commands = [_command(config, pipeline, d, seed) for d in dirs]
+        commands = [_command(config, pipeline, d, seed, envsteps) for d in dirs]
         walls = _run_together(commands, [d.with_suffix(".stderr") for d in dirs])
     finally:
         if busy is not None:
@@ -85,16 +91,25 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--pipelines", nargs="+", default=["sync", "async"])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--envsteps",
+        type=int,
+        help="run every case to this many env steps with the stop value lifted (async runs "
+        "reach the stop value after very different numbers of env steps, which the time then "
+        "measures instead of the speed)",
+    )
     args = parser.parse_args(argv)
     omp = os.environ.get("OMP_NUM_THREADS", "unset")
-    print(f"config {args.config}, seed {args.seed}, {os.cpu_count()} cores, OMP_NUM_THREADS {omp}")
+    budget = f", {args.envsteps} env steps each" if args.envsteps else ", to the stop value"
+    print(f"config {args.config}{budget}, seed {args.seed}, OMP_NUM_THREADS {omp}")
     print("| pipeline | case | wall s | stop env step | × alone |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="zeropipe-neighbours-") as tmp:
         for pipeline in args.pipelines:
             alone = None
             for case in args.cases:
-                for wall, envstep in measure(args.config, pipeline, case, args.seed, Path(tmp)):
+                runs = measure(args.config, pipeline, case, args.seed, Path(tmp), args.envsteps)
+                for wall, envstep in runs:
                     alone = wall if case == "alone" and alone is None else alone
                     ratio = f"{wall / alone:.2f}" if alone else "-"
                     print(f"| {pipeline} | {case} | {wall:.1f} | {envstep} | {ratio} |", flush=True)
