@@ -12,21 +12,14 @@ import pytest
 
 from tests.mcts.fakes import BanditModel, make_roots
 from tests.mcts.test_chance import ChanceModel
+from tests.mcts.test_selection import PARAMS
 from zeropipe.config import PolicyConfig
 from zeropipe.mcts import ActingParams, SearchConfig, run_search, search_policy
 from zeropipe.mcts.selection import CHANCE, SearchParams, puct_select
 from zeropipe.mcts.tree import Tree, allocate_tree
 
-FIELDS = dict(
-    discount=1.0,
-    pb_c_base=19652.0,
-    pb_c_init=1.25,
-    value_delta_max=0.01,
-    maxvisit_init=50.0,
-    value_scale=0.1,
-)
-RANDOM = SearchParams(**FIELDS, random_ties=True)
-FIRST = SearchParams(**FIELDS, random_ties=False)
+RANDOM = PARAMS._replace(random_ties=True)
+FIRST = PARAMS._replace(random_ties=False)
 SEEDS = range(200)
 
 

@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from tests.pipeline.test_worker_faults import replacement_collected
 from tests.runlog import wait_for_event
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
@@ -62,14 +63,7 @@ async def test_a_replaced_collector_starts_its_envs_from_its_own_seed(tmp_path, 
         (worker,) = [p for p in mp.active_children() if p.name == "zeropipe-collector-0"]
         os.kill(worker.pid, signal.SIGKILL)
         restart = await wait_for_event(run, lambda e: e["event"] == "restart", timeout_s=60)
-        await wait_for_event(  # the replacement's first collect reached the driver
-            run,
-            lambda e: (
-                e["event"] == "collect"
-                and e["worker"] == "collector-0"
-                and e["time_s"] > restart["time_s"]
-            ),
-        )
+        await replacement_collected(run, restart)  # its first collect reached the driver
     finally:
         driver.cancel()
         with pytest.raises(asyncio.CancelledError):

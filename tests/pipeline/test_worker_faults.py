@@ -22,6 +22,16 @@ from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest, Work
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
 
+async def replacement_collected(run, restart: dict, worker: str = "collector-0") -> dict:
+    """Wait for the first collect of `worker`'s replacement (after the `restart` record)."""
+    return await wait_for_event(
+        run,
+        lambda e: (
+            e["event"] == "collect" and e["worker"] == worker and e["time_s"] > restart["time_s"]
+        ),
+    )
+
+
 def worker_pid(name: str) -> int:
     (process,) = [p for p in mp.active_children() if p.name == f"zeropipe-{name}"]
     return process.pid
@@ -178,14 +188,7 @@ async def test_a_restart_does_not_block_training(tmp_path, monkeypatch):
             run, lambda e: e["event"] == "train" and e["train_iter"] >= restart["train_iter"] + 8
         )
         gate.set()
-        await wait_for_event(  # then the replacement joins in
-            run,
-            lambda e: (
-                e["event"] == "collect"
-                and e["worker"] == "collector-0"
-                and e["time_s"] > restart["time_s"]
-            ),
-        )
+        await replacement_collected(run, restart)  # then the replacement joins in
     finally:
         gate.set()
         driver.cancel()
