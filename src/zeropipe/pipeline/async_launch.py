@@ -36,6 +36,7 @@ class PendingEval:
 
     snapshot: dict[str, torch.Tensor]
     previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
+    envstep: int  # env steps collected when the snapshot was taken: what its eval line is at
     final: bool = False  # the final eval (schedule.needs_final_eval): outside the eval gate
 
 
@@ -127,7 +128,7 @@ class Launcher:
         if not idle:
             return
         weights = await self.heavy.run(clone_state, state.trainer.learner.network)
-        pending = PendingEval(weights, state.last_eval_iter, final)
+        pending = PendingEval(weights, state.last_eval_iter, state.envstep, final)
         if not final:  # as in sync, the final eval does not move the gate
             state.last_eval_iter = state.train_iter
         ref = await self._publish(force=True, reason="eval")

@@ -232,8 +232,10 @@ class AsyncRun:
             envsteps=0,
             duration_s=msg.duration_s,
         )
-        # may save a best
-        await self.heavy.run(self.state.record_eval, outcome, pending.snapshot, pending.final)
+        # may save a best; the line is at the snapshot's counters (RunState.record_eval)
+        await self.heavy.run(
+            self.state.record_eval, outcome, pending.snapshot, pending.final, pending.envstep
+        )
         if self.progress is not None:
             self.progress.eval_done(msg.reward_mean)
         log.info("eval of version %d: reward_mean %.2f", msg.policy_version, msg.reward_mean)

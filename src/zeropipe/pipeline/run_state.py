@@ -126,23 +126,39 @@ class RunState:
             self.stop_reason = "max_env_step"
 
     def record_eval(
-        self, result: EvalOutcome, model_state: dict[str, torch.Tensor], final: bool = False
+        self,
+        result: EvalOutcome,
+        model_state: dict[str, torch.Tensor],
+        final: bool = False,
+        trained_envstep: int | None = None,
     ) -> bool:
         """Log an eval; save a new best as that exact snapshot; stop at the stop value.
 
         `final`: the eval of the last weights at a stop by a limit (`needs_final_eval`), outside
-        the eval schedule; its line says so."""
+        the eval schedule; its line says so. `trained_envstep`: the env steps collected when the
+        evaluated snapshot (version `result.policy_version`) was taken, None: now (sync, where
+        nothing moves during an eval). The line is at the snapshot's counters (env steps, and
+        train_iter = its version), so that a curve says what the evaluated weights had seen: an
+        async eval's result arrives while collecting and training go on, and its arrival counters
+        (`result_envstep`, `result_train_iter`, logged when they differ) would make an async run
+        look as if it needed more env steps to the same weights than a sync one."""
+        at_envstep = self.envstep if trained_envstep is None else trained_envstep
+        at_iter = self.train_iter if trained_envstep is None else result.policy_version
+        arrival = {}
+        if (at_envstep, at_iter) != (self.envstep, self.train_iter):
+            arrival = {"result_envstep": self.envstep, "result_train_iter": self.train_iter}
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
         self.run.metrics.log(
             "eval",
-            self.envstep,
-            self.train_iter,
+            at_envstep,
+            at_iter,
             reward_mean=result.reward_mean,
             reward_std=float(np.std(result.episode_returns)),
             episode_returns=result.episode_returns,
             policy_version=result.policy_version,
             eval_duration_s=result.duration_s,
+            **arrival,
             **({"final": True} if final else {}),
         )
         improved = self.best_reward is None or result.reward_mean > self.best_reward
@@ -152,7 +168,7 @@ class RunState:
                 "model": model_state,
                 "policy_version": result.policy_version,
                 "reward_mean": result.reward_mean,
-                "envstep": self.envstep,
+                "envstep": at_envstep,
             }
             self._save_best()
         if result.stop and not self.stop_reason:
