@@ -14,7 +14,7 @@ from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.run_dir import RunDir
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.threads import ThreadChoice
-from zeropipe.pipeline.training import Trainer
+from zeropipe.pipeline.training import TrainBudget, Trainer
 from zeropipe.workers.evaluator import EvalOutcome
 
 
@@ -35,11 +35,12 @@ def test_an_eval_that_arrives_later_is_logged_at_its_snapshot(tmp_path):
     state = _state(tmp_path)
     weights = state.trainer.learner.network.state_dict()
     state.envstep, state.trainer.learner.train_iter = 1000, 300  # where the result arrives
-    state.record_eval(_outcome(250, 5.0), weights, trained_envstep=600)
+    state.record_eval(_outcome(250, 5.0), weights, snapshot_at=(600, 40))
     state.run.close()
     line = [e for e in events(tmp_path / "run") if e["event"] == "eval"][-1]
     assert (line["envstep"], line["train_iter"], line["policy_version"]) == (600, 250, 250)
     assert (line["result_envstep"], line["result_train_iter"]) == (1000, 300)
+    assert line["owed_learner_steps"] == 40
 
 
 def test_a_sync_eval_is_logged_at_the_current_counters(tmp_path):
@@ -50,4 +51,11 @@ def test_a_sync_eval_is_logged_at_the_current_counters(tmp_path):
     state.run.close()
     line = [e for e in events(tmp_path / "run") if e["event"] == "eval"][-1]
     assert (line["envstep"], line["train_iter"]) == (1000, 300)
-    assert "result_envstep" not in line and "result_train_iter" not in line
+    assert not {"result_envstep", "result_train_iter", "owed_learner_steps"} & set(line)
+
+
+def test_owed_steps_are_what_the_queued_budgets_have_left(tmp_path):
+    trainer = _state(tmp_path).trainer
+    assert trainer.owed_steps() == 0
+    trainer.budgets.extend([TrainBudget(100, None, progress=30), TrainBudget(100, None)])
+    assert trainer.owed_steps() == 70 + 100

@@ -37,6 +37,7 @@ class PendingEval:
     snapshot: dict[str, torch.Tensor]
     previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
     envstep: int  # env steps collected when the snapshot was taken: what its eval line is at
+    owed_steps: int  # learner steps queued then (budgets not yet trained): the learner's lag
     final: bool = False  # the final eval (schedule.needs_final_eval): outside the eval gate
 
 
@@ -128,7 +129,8 @@ class Launcher:
         if not idle:
             return
         weights = await self.heavy.run(clone_state, state.trainer.learner.network)
-        pending = PendingEval(weights, state.last_eval_iter, state.envstep, final)
+        owed = state.trainer.owed_steps()
+        pending = PendingEval(weights, state.last_eval_iter, state.envstep, owed, final)
         if not final:  # as in sync, the final eval does not move the gate
             state.last_eval_iter = state.train_iter
         ref = await self._publish(force=True, reason="eval")

@@ -233,8 +233,9 @@ class AsyncRun:
             duration_s=msg.duration_s,
         )
         # may save a best; the line is at the snapshot's counters (RunState.record_eval)
+        trained_at = (pending.envstep, pending.owed_steps)
         await self.heavy.run(
-            self.state.record_eval, outcome, pending.snapshot, pending.final, pending.envstep
+            self.state.record_eval, outcome, pending.snapshot, pending.final, trained_at
         )
         if self.progress is not None:
             self.progress.eval_done(msg.reward_mean)

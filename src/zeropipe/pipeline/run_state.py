@@ -130,23 +130,30 @@ class RunState:
         result: EvalOutcome,
         model_state: dict[str, torch.Tensor],
         final: bool = False,
-        trained_envstep: int | None = None,
+        snapshot_at: tuple[int, int] | None = None,
     ) -> bool:
         """Log an eval; save a new best as that exact snapshot; stop at the stop value.
 
         `final`: the eval of the last weights at a stop by a limit (`needs_final_eval`), outside
-        the eval schedule; its line says so. `trained_envstep`: the env steps collected when the
-        evaluated snapshot (version `result.policy_version`) was taken, None: now (sync, where
-        nothing moves during an eval). The line is at the snapshot's counters (env steps, and
-        train_iter = its version), so that a curve says what the evaluated weights had seen: an
-        async eval's result arrives while collecting and training go on, and its arrival counters
-        (`result_envstep`, `result_train_iter`, logged when they differ) would make an async run
-        look as if it needed more env steps to the same weights than a sync one."""
-        at_envstep = self.envstep if trained_envstep is None else trained_envstep
-        at_iter = self.train_iter if trained_envstep is None else result.policy_version
-        arrival = {}
-        if (at_envstep, at_iter) != (self.envstep, self.train_iter):
-            arrival = {"result_envstep": self.envstep, "result_train_iter": self.train_iter}
+        the eval schedule; its line says so. `snapshot_at`: (the env steps collected, the learner
+        steps queued and not yet trained) when the evaluated snapshot (version
+        `result.policy_version`) was taken; None: now (sync, where nothing moves during an eval
+        and no budget is owed). The line is at the snapshot's counters (env steps, and train_iter
+        = its version), so that a curve says what the evaluated weights had seen: an async eval's
+        result arrives while collecting and training go on, and its arrival counters
+        (`result_envstep`, `result_train_iter`) would make an async run look as if it needed more
+        env steps to the same weights than a sync one. `owed_learner_steps` is how far the
+        learner trailed the collectors then (async collects ahead of training, up to the budget
+        queue's cap): the part of an async run's env steps its weights had not yet trained for."""
+        at_envstep, at_iter, arrival = self.envstep, self.train_iter, {}
+        if snapshot_at is not None:
+            at_envstep, owed = snapshot_at
+            at_iter = result.policy_version
+            arrival = {
+                "result_envstep": self.envstep,
+                "result_train_iter": self.train_iter,
+                "owed_learner_steps": owed,
+            }
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
         self.run.metrics.log(

@@ -101,6 +101,10 @@ class Trainer:
         self.budgets.append(TrainBudget(steps=steps, reanalyze_interval=interval))
         return True
 
+    def owed_steps(self) -> int:
+        """Learner steps the queued budgets still owe: how far training trails collecting."""
+        return sum(budget.steps - budget.progress for budget in self.budgets)
+
     def trainable(self, envstep: int) -> bool:
         """Enough data and env steps to sample a batch."""
         cfg = self.cfg
