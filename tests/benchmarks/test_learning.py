@@ -8,8 +8,10 @@ from pathlib import Path
 from benchmarks.learning import Curve, RunSpec, format_table, judge, read_finished
 
 
-def _curve(seed: int, envsteps: list[int], rewards: list[float], code: int = 0) -> Curve:
-    spec = RunSpec("configs/cartpole_muzero.yaml", "sync", seed, Path(f"/nowhere/{seed}"))
+def _curve(
+    seed: int, envsteps: list[int], rewards: list[float], code: int = 0, pipeline: str = "sync"
+) -> Curve:
+    spec = RunSpec("configs/cartpole_muzero.yaml", pipeline, seed, Path(f"/nowhere/{seed}"))
     wall = [float(e) / 100 for e in envsteps]
     return Curve(spec, envsteps, wall, rewards, code)
 
@@ -47,6 +49,15 @@ def test_the_lowest_eval_in_the_hold_window_after_success():
     assert "lowest eval in 2,000 env steps after success" in table
     assert table.splitlines()[-1].endswith("| 430, n/c |")
     assert judge(curves, threshold=475).lowest_in_hold == []
+
+
+def test_an_async_row_gives_its_median_env_steps_over_the_sync_rows():
+    sync = judge([_curve(s, [1000, 2000], [100, 200]) for s in range(3)], threshold=195)
+    late = [[1000, 2400], [1000, 3000], [1000, 2600]]  # medians: async 2,600, sync 2,000
+    async_ = judge([_curve(s, e, [100, 200], pipeline="async") for s, e in enumerate(late)], 195)
+    sync_line, async_line = format_table([sync, async_]).splitlines()[-2:]
+    assert sync_line.split("|")[5].strip() == "-"
+    assert async_line.split("|")[5].strip() == "1.30"
 
 
 def _write_run(run_dir: Path, evals: list[tuple[int, float]], stopped: bool) -> None:
