@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchmarks.learning_grid import plot_grid
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
@@ -284,9 +285,9 @@ def main(argv: list[str] | None = None) -> None:
     ]
     judged = args.judge_only is not None
     curves = [read_finished(spec) for spec in specs] if judged else _train_all(specs, args)
-    rows = []
+    rows, thresholds = [], {}
     for config in args.configs:
-        threshold = _threshold(config, args.overrides, args.threshold)
+        threshold = thresholds[config] = _threshold(config, args.overrides, args.threshold)
         for pipeline in args.pipelines:
             group = [c for c in curves if c.spec.config == config and c.spec.pipeline == pipeline]
             rows.append(judge(group, threshold, args.hold_envsteps))
@@ -294,7 +295,9 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
+    plot_grid(curves, thresholds, out / "learning_grid.png")
     print(f"table: {out / 'learning.json'}\ncurves: {out / 'learning.png'}")
+    print(f"one panel per config: {out / 'learning_grid.png'}")
 
 
 def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
