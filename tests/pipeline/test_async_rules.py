@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import deque
+from types import SimpleNamespace
+
 import pytest
 
 from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_driver import train_async
+from zeropipe.pipeline.async_launch import Launcher
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
@@ -68,3 +72,36 @@ async def test_the_budget_queue_never_exceeds_its_cap_once_trainable(tmp_path):
     assert max(e["budget_queue_len"] for e in settled) <= 1
     trains = [e for e in log if e["event"] == "train" and e["time_s"] > settled[0]["time_s"]]
     assert max(e["budget_queue_len"] for e in trains) <= 1
+
+
+def _jit_due(owed: int, step_s: float | None, collects_s: list[float]) -> bool:
+    """`Launcher._due_just_in_time` on a launcher reduced to what the rule reads."""
+    stats = SimpleNamespace(step_s=step_s)
+    trainer = SimpleNamespace(owed_steps=lambda: owed, stats=stats)
+    launcher = SimpleNamespace(
+        state=SimpleNamespace(trainer=trainer),
+        deadlines=SimpleNamespace(recent_s={"collector": deque(collects_s)} if collects_s else {}),
+    )
+    return Launcher._due_just_in_time(launcher)
+
+
+def test_just_in_time_launches_once_the_owed_steps_fit_in_one_collect():
+    # median collect 2.0 s (of 1, 2, 9); a learner step 0.05 s: 40 owed steps take 2.0 s
+    assert _jit_due(40, 0.05, [1.0, 2.0, 9.0])
+    assert not _jit_due(41, 0.05, [1.0, 2.0, 9.0])
+    assert _jit_due(0, 0.05, [1.0, 2.0, 9.0])  # nothing owed: the learner would idle
+    assert _jit_due(500, None, [1.0])  # no learner step measured yet
+    assert _jit_due(500, 0.05, [])  # no collect measured yet
+
+
+async def test_a_just_in_time_run_trains_every_budget_and_stops(tmp_path):
+    ap = {"collect_launch": "just_in_time"}
+    cfg = tiny_config(tmp_path / "run", update_per_collect=40, async_pipeline=ap)
+    cfg.max_env_step = 240
+    await train_async(cfg, show_progress=False)
+    log = events(tmp_path / "run")
+    stop = next(e for e in log if e["event"] == "stop")
+    assert stop["reason"] == "max_env_step"
+    # every collect after the first trainable one earned 40 learner steps, all of them trained
+    earned = sum(40 for e in log if e["event"] == "collect" and e["budget_queue_len"] > 0)
+    assert stop["train_iter"] == earned > 0

@@ -44,6 +44,17 @@ class AsyncPipelineConfig(Section):
         description="Train-budget queue cap for backpressure, inactive until the buffer is "
         "trainable (None: 2 × num_collector_actors).",
     )
+    collect_launch: Literal["eager", "just_in_time"] = Field(
+        "eager",
+        description="When a collect is launched once training can consume budgets. 'eager' (the "
+        "reference's rule): whenever the budget queue's cap allows, so while the learner is the "
+        "slower side the collectors run up to the cap ahead of it, and an async run has seen more "
+        "env steps than a sync one at the same learner step (the eval lines' "
+        "owed_learner_steps). 'just_in_time': also only once the learner steps still owed would "
+        "take no longer than a collect (recent median collect, average learner step), so that "
+        "its data arrives as training runs out: less collect-ahead and a fresher collect policy "
+        "per env step, the learner no less busy.",
+    )
     eval_at_start: bool = Field(False, description="Evaluate once before training.")
     collector_num_cpus: int = Field(1, ge=1, description="Torch threads per collector worker.")
     worker_niceness: int = Field(

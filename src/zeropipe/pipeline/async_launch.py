@@ -9,6 +9,7 @@ in flight, which a reply, a worker's death or its request's deadline (deadline.p
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,8 +98,21 @@ class Launcher:
             # will bring one more budget, so it counts: the queue then never exceeds its cap.
             if len(trainer.budgets) + inflight >= cap and trainer.trainable(state.envstep):
                 return
+            if self.ap.collect_launch == "just_in_time" and not self._due_just_in_time():
+                return
             if handle.idle and not await self._launch_collect(handle):
                 return  # the worker is gone; the next turn tries again
+
+    def _due_just_in_time(self) -> bool:
+        """`collect_launch: just_in_time`: the learner steps still owed would run out within one
+        collect (the median of the collectors' recent request durations against the average
+        learner step). Due whenever either is not measured yet, or nothing is owed."""
+        owed = self.state.trainer.owed_steps()
+        step_s = self.state.trainer.stats.step_s
+        collects = self.deadlines.recent_s.get("collector")
+        if not owed or step_s is None or not collects:
+            return True
+        return owed * step_s <= statistics.median(collects)
 
     async def _launch_collect(self, handle: WorkerHandle) -> bool:
         state = self.state

@@ -46,6 +46,7 @@ class TrainStats:
     busy_s: float = 0.0
     # exponential moving averages of every metric (the console's view; not reset by flush)
     recent: dict[str, float] = field(default_factory=dict)
+    step_s: float | None = None  # the same average of a learner step's seconds
 
     def add(self, metrics: dict[str, float], seconds: float) -> None:
         """Accumulate one step."""
@@ -55,6 +56,8 @@ class TrainStats:
             self.recent[key] = before + RECENT_WEIGHT * (value - before)
         self.count += 1
         self.busy_s += seconds
+        before_s = seconds if self.step_s is None else self.step_s
+        self.step_s = before_s + RECENT_WEIGHT * (seconds - before_s)
 
     def flush(self) -> dict[str, float]:
         """Means since the last flush, plus learner steps per busy second; then reset."""
