@@ -182,7 +182,12 @@ def test_the_ssl_term_matches_a_hand_computation():
     )
 
 
-def test_the_commitment_is_the_mean_over_codes_of_the_squared_distance_to_the_one_hot():
+@pytest.mark.parametrize(("weighting", "step_weight"), [("reference", 1.0), ("appendix_g", 1 / K)])
+def test_the_commitment_is_the_mean_over_codes_of_the_squared_distance_to_the_one_hot(
+    weighting, step_weight
+):
+    """Summed over the steps with weight 1 (reference: its gradient scaled by 1/K instead) or
+    1/K (appendix_g)."""
     net = _net()
     net.eval()
     inp = _inputs()
@@ -191,9 +196,45 @@ def test_the_commitment_is_the_mean_over_codes_of_the_squared_distance_to_the_on
         expected = torch.zeros(B)
         for k in range(K):
             one_hot = torch.eye(C)[probs[k].argmax(-1)]
-            expected += ((one_hot - probs[k]) ** 2).sum(-1) / C * TRANSITION_MASK[:, k] / K
-    loss = stochastic_unroll_loss(net, inp, _commitment_only())
-    torch.testing.assert_close(loss.per_sample.detach(), expected, rtol=1e-5, atol=1e-7)
+            expected += ((one_hot - probs[k]) ** 2).sum(-1) / C * TRANSITION_MASK[:, k]
+    cfg = _commitment_only().model_copy(update={"loss_weighting": weighting})
+    loss = stochastic_unroll_loss(net, inp, cfg)
+    torch.testing.assert_close(
+        loss.per_sample.detach(), expected * step_weight, rtol=1e-5, atol=1e-7
+    )
+
+
+def test_the_reference_weighting_scales_the_gradient_by_one_over_k_and_halves_nothing():
+    """SSL alone: the gradient is 1/K of the hand-built Σ_k −cos along the chance path (which
+    scales no latent's gradient); appendix_g's halving at each step entry makes it differ."""
+    off = {"afterstate_policy_loss_weight": 0.0, "afterstate_value_loss_weight": 0.0}
+    zero = dict(policy_loss_weight=0.0, value_loss_weight=0.0, reward_loss_weight=0.0)
+    stochastic = {"chance_space_size": C, "commitment_loss_weight": 0.0, **off}
+    cfg = _policy(ssl_loss_weight=1.0, stochastic=stochastic, **zero)
+    net = _net(ssl_loss_weight=1.0)
+    net.eval()
+    inp = _inputs()
+    _, _, states = _chance_path(net, inp)
+    expected = torch.zeros(B)
+    for k in range(K):
+        a = net.project(states[k], with_grad=True)
+        with torch.no_grad():
+            b = net.project(net.initial_inference(inp.obs_seq[:, k + 1]).latent, with_grad=False)
+        expected = expected - F.cosine_similarity(a, b, dim=-1) * TRANSITION_MASK[:, k]
+    expected.sum().backward()
+    by_hand = {n: p.grad.clone() / K for n, p in net.named_parameters() if p.grad is not None}
+    for weighting, same in (("reference", True), ("appendix_g", False)):
+        net.zero_grad(set_to_none=True)
+        loss = stochastic_unroll_loss(
+            net, inp, cfg.model_copy(update={"loss_weighting": weighting})
+        )
+        torch.testing.assert_close(loss.per_sample.detach(), expected.detach())
+        loss.per_sample.sum().backward()
+        grads = {n: p.grad for n, p in net.named_parameters() if p.grad is not None}
+        for name in set(grads) - set(by_hand):  # the heads of the weight-0 terms
+            assert not grads[name].any(), name
+        close = [torch.allclose(grads[n], g, rtol=1e-4, atol=1e-6) for n, g in by_hand.items()]
+        assert all(close) == same, weighting
 
 
 def test_the_references_chance_encoder_gets_no_gradient_and_ours_does():

@@ -42,13 +42,17 @@ def test_the_true_label_is_the_code_and_the_afterstate_policy_target():
         reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)
         as_policy = cross_entropy(after.policy_logits, one_hot) * inp.reward_mask[:, 0]
         reward = cross_entropy(out.reward_logits, reward_cat[:, 0]) * inp.reward_mask[:, 0]
-    # K = 2 and sample 0 has no step 1: its terms are step 0's alone, scaled by 1/K
+    # K = 2 and sample 0 has no step 1: its terms are step 0's alone, weight 1 (the reference's
+    # weighting, the default) or 1/K (appendix_g)
     unlabelled = stochastic_unroll_loss(net, _inputs(), _policy())
     assert not torch.allclose(loss.per_sample, unlabelled.per_sample)
     one_step = dataclasses.replace(
         inp, reward_mask=torch.cat([inp.reward_mask[:, :1], torch.zeros(3, 1)], dim=1)
     )
     loss = stochastic_unroll_loss(net, one_step, _policy())
+    torch.testing.assert_close(loss.terms["afterstate_policy_loss"], as_policy.mean())
+    torch.testing.assert_close(loss.terms["reward_loss"], reward.mean())
+    loss = stochastic_unroll_loss(net, one_step, _policy(loss_weighting="appendix_g"))
     torch.testing.assert_close(loss.terms["afterstate_policy_loss"], as_policy.mean() / k_steps)
     torch.testing.assert_close(loss.terms["reward_loss"], reward.mean() / k_steps)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
 from zeropipe.config import dump_config, load_config
 from zeropipe.config.resume import load_resume_config
 
@@ -23,7 +25,26 @@ def test_a_gumbel_run_written_before_the_root_options_resumes_with_the_old_choic
         False,
         "halving_winner",
     )
-    assert sum("written before the option existed" in n for n in notes) == 3
+    assert (cfg.policy.loss_weighting, gumbel.policy_loss) == ("appendix_g", "cross_entropy")
+    assert sum("written before the option existed" in n for n in notes) == 5
+
+
+def test_a_stochastic_run_written_before_the_weighting_and_residual_options_keeps_them(tmp_path):
+    """A run dir's config.yaml that lacks policy.loss_weighting and model.dynamics_residual (a
+    run started before them) resumes with the unroll weighting and residual it trained with."""
+    old = load_config(FIXTURES / "v0_1_gumbel_muzero_config.yaml").model_dump(mode="json")
+    policy = old["policy"]
+    for key in ("gumbel", "loss_weighting"):
+        policy.pop(key)
+    policy["model"].pop("dynamics_residual")
+    policy.update(type="stochastic_muzero", policy_entropy_weight=0.0)
+    run = tmp_path / "old_stochastic"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(old))
+    cfg, notes = load_resume_config(run, [])
+    assert cfg.policy.loss_weighting == "appendix_g" and cfg.policy.model.dynamics_residual
+    assert sum("written before the option existed" in n for n in notes) == 2
+    assert load_config(run / "config.yaml").policy.loss_weighting == "reference"  # a new run
 
 
 def test_a_run_written_now_resumes_with_what_it_says(tmp_path):

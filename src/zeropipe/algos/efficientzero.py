@@ -5,11 +5,10 @@ EfficientZero (Ye et al. 2021): the network predicts value prefixes through an L
 every `lstm_horizon_len` steps (`models/efficientzero.py`), so the reward term of `unroll_loss`
 becomes a value-prefix cross-entropy against `value_prefix_targets`; the consistency term and the
 policy and value terms are MuZero's. The reference has no entropy term (its default weight is 0
-for this type, `EfficientZeroConfig`). One difference from the reference: `unroll_loss` halves the
-gradient of the whole packed state (the latent and the LSTM state) at each step's entry (MuZero
-app. G); the reference halves neither (no gradient scaling inside its unroll,
-policy/efficientzero.py:389-457; its only scaling is the 1/K hook on the total loss, :478-479).
-See docs/parity.md.
+for this type, `EfficientZeroConfig`). The steps are weighted by `policy.loss_weighting`: the
+reference's by default (no gradient scaling inside its unroll, policy/efficientzero.py:389-457;
+the 1/K hook on the total loss, :478-479); `appendix_g` halves the gradient of the whole packed
+state (the latent and the LSTM state) at each step's entry (MuZero app. G). See docs/parity.md S9.
 """
 
 from __future__ import annotations

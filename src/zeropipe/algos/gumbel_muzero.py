@@ -1,9 +1,10 @@
 """gumbel_muzero: MuZero's family acting through the Gumbel search (Danihelka et al. 2022).
 
-Runs in: any. The network, loss and acting state are MuZero's (`algos/muzero.py`); the type adds
+Runs in: any. The network, unroll and acting state are MuZero's (`algos/muzero.py`); the type adds
 the Gumbel root's settings (`mcts/policies.gumbel_policy`, sequential halving and completed-Q
-policy targets) and the three root choices on which LightZero and the paper differ
-(`mcts/gumbel.py`; defaults LightZero's).
+policy targets), the three root choices on which LightZero and the paper differ
+(`mcts/gumbel.py`; defaults LightZero's), and the policy loss against the improved policy:
+LightZero's KL(improved ‖ π) averaged over the A actions by default (`gumbel.policy_loss`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Literal
 
+import torch
+import torch.nn.functional as F
 from pydantic import Field
 
-from zeropipe.algos.muzero import MuZeroFamilyConfig
+from zeropipe.algos.losses import PolicyTerms, UnrollInputs, entropy
+from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig
 from zeropipe.algos.search_settings import search_config
 from zeropipe.config import Section
 from zeropipe.mcts import SearchConfig
@@ -55,6 +59,14 @@ class GumbelConfig(Section):
         description="Collect plays the argmax of the improved policy (LightZero "
         "gumbel_muzero.py:591-592) or the sequential-halving winner (mctx policies.py:211-222).",
     )
+    policy_loss: Literal["kl_mean", "cross_entropy"] = Field(
+        "kl_mean",
+        description="Policy loss against the improved policy per unroll step: kl_mean, "
+        "KL(improved || policy) averaged over the A actions (LightZero gumbel_muzero.py:359-361, "
+        ":411-412; its gradient is the cross-entropy's divided by A), or cross_entropy, the "
+        "cross-entropy summed over the actions (zeropipe before this option; A times the "
+        "gradient).",
+    )
 
 
 class GumbelMuZeroConfig(MuZeroFamilyConfig):
@@ -64,6 +76,12 @@ class GumbelMuZeroConfig(MuZeroFamilyConfig):
         "gumbel_muzero", description="Policy type; see DESIGN §3."
     )
     gumbel: GumbelConfig = Field(default_factory=GumbelConfig, description="Gumbel search.")
+    policy_entropy_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="Entropy bonus weight (the reference's gumbel_muzero learner has none, "
+        "policy/gumbel_muzero.py:433-436).",
+    )
 
     def search_config(self, num_simulations: int) -> SearchConfig:
         """PUCT's common settings and the Gumbel root's (a `GumbelSearchConfig`)."""
@@ -82,3 +100,26 @@ class GumbelMuZeroConfig(MuZeroFamilyConfig):
             collect_root_noise=g.collect_root_noise,
             collect_action=g.collect_action,
         )
+
+
+def kl_mean_policy_terms(
+    logits: torch.Tensor, inp: UnrollInputs, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """KL(target ‖ softmax(logits)) of step k averaged over the A actions, and the policy's
+    entropy ([B] each): Σ_a t_a (log t_a − log π_a) / A, with 0·log 0 = 0 (LightZero's
+    `KLDivLoss(reduction='none')(log π, improved).mean(dim=-1)`)."""
+    target = inp.policy_target[:, k]  # [B, A]
+    logp = F.log_softmax(logits, dim=-1)
+    kl = (torch.xlogy(target, target) - target * logp).sum(dim=-1)  # [B]
+    return kl / logits.shape[-1], entropy(logits)
+
+
+class GumbelFamily(MuZeroFamily):
+    """MuZero's family with `gumbel.policy_loss` as the unroll's policy term."""
+
+    def policy_terms(self, cfg: GumbelMuZeroConfig) -> PolicyTerms | None:
+        """`kl_mean_policy_terms`, or MuZero's cross-entropy (None) with `cross_entropy`."""
+        return kl_mean_policy_terms if cfg.gumbel.policy_loss == "kl_mean" else None
+
+
+GUMBEL = GumbelFamily()

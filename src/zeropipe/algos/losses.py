@@ -8,28 +8,38 @@ the stored data contribute nothing, except the absorbing states past a true term
 inputs carry them (`UnrollInputs.absorbing`, the option `policy.absorbing_terminal`): their value
 target 0 and the reward target 0 of the step into them are kept (MuZero app. G; the reference
 trains its zero padding unmasked).
+
+How the steps are weighted is `LossWeights.weighting` (the option `policy.loss_weighting`):
+`reference` (LightZero, e.g. `lzero/policy/muzero.py` L465-600 at 9f717c8) sums every step's terms
+with weight 1 and scales the gradient of the total by 1/K; `appendix_g` (MuZero app. G) weights the
+root's terms 1 and each unrolled step's 1/K and halves the latent's gradient at the entry of every
+dynamics step. docs/parity.md S9 compares the two.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 
 from zeropipe.models import MuZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
+LossWeighting = Literal["reference", "appendix_g"]
+
 
 @dataclass(frozen=True)
 class LossWeights:
-    """Weights of the loss terms (reference names)."""
+    """Weights of the loss terms (reference names) and how the unroll's steps are weighted."""
 
     value: float
     reward: float
     policy: float
     entropy: float
     ssl: float
+    weighting: LossWeighting = "reference"
 
 
 @dataclass(frozen=True)
@@ -90,13 +100,19 @@ def unroll_loss(
 ) -> UnrollLoss:
     """Unroll the network K steps and sum the weighted, masked per-sample losses.
 
-    Step losses after the root are scaled by 1/K and the latent's gradient is halved at the entry
-    of the dynamics (MuZero app. G), so the total gradient does not grow with K.
+    `w.weighting` `reference`: every step k = 0..K weighs 1 (policy, value, entropy; reward and
+    SSL k = 1..K), nothing is scaled inside the unroll, and a hook scales the gradient of
+    `per_sample` by 1/K (the reference's hook on its total loss). `per_sample` and the reported
+    terms are the unscaled sums over the steps, as the reference logs them; only the gradient
+    carries the 1/K. `appendix_g`: the steps after the root weigh 1/K and the latent's gradient is
+    halved at the entry of each dynamics step (MuZero app. G); SSL is summed over the steps in both.
     `policy_terms(policy_logits, inp, k)` gives the unmasked policy loss and entropy of step k
     ([B] each); the default is the cross-entropy against the full-A target.
     """
     policy_terms = policy_terms or full_policy_terms
     k_steps = inp.actions.shape[1]
+    appendix_g = w.weighting == "appendix_g"
+    step_div = k_steps if appendix_g else 1  # p / 1 is p exactly
     inp, reward_mask = with_absorbing_masks(inp)  # SSL keeps inp.reward_mask: real steps only
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S]
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support)  # [B, K, S]
@@ -107,21 +123,33 @@ def unroll_loss(
     ssl = torch.zeros_like(pol)
     latent = out.latent
     for k in range(k_steps):
-        latent = _scale_gradient(latent, 0.5)
+        if appendix_g:
+            latent = _scale_gradient(latent, 0.5)
         out = net.recurrent_inference(latent, inp.actions[:, k])
         latent = out.latent
         p, v, e = _prediction_terms(out, inp, value_cat, k + 1, policy_terms)
         r = cross_entropy(out.reward_logits, reward_cat[:, k]) * reward_mask[:, k]
-        pol, val, ent = pol + p / k_steps, val + v / k_steps, ent + e / k_steps
-        rew = rew + r / k_steps
+        pol, val, ent = pol + p / step_div, val + v / step_div, ent + e / step_div
+        rew = rew + r / step_div
         if w.ssl > 0 and inp.obs_seq is not None:
             ssl = ssl + consistency(net, latent, inp.obs_seq[:, k + 1]) * inp.reward_mask[:, k]
     per_sample = w.policy * pol + w.value * val + w.reward * rew - w.entropy * ent + w.ssl * ssl
+    if not appendix_g:
+        per_sample = scale_total_gradient(per_sample, 1.0 / k_steps)
     terms = {"policy_loss": pol, "value_loss": val, "reward_loss": rew, "entropy": ent}
     if w.ssl > 0:
         terms["ssl_loss"] = ssl
     means = {name: t.detach().mean() for name, t in terms.items()}
     return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+
+
+def scale_total_gradient(total: torch.Tensor, scale: float) -> torch.Tensor:
+    """`total` itself, whose gradient is multiplied by `scale` on the way back (LightZero's
+    `weighted_total_loss.register_hook(lambda grad: grad * gradient_scale)`): the value stays
+    the unscaled loss, the gradient is that of `scale * total`."""
+    if total.requires_grad:
+        total.register_hook(lambda grad: grad * scale)
+    return total
 
 
 def with_absorbing_masks(inp: UnrollInputs) -> tuple[UnrollInputs, torch.Tensor]:

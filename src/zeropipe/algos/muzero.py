@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 class MuZeroFamilyConfig(PolicyConfig):
-    """The options of every MuZero-family type: the unroll loss's term weights, the SSL
-    consistency term with its projection, and whether states past a true terminal are trained."""
+    """The options of every MuZero-family type: the unroll loss's term weights and step weighting,
+    the SSL consistency term with its projection, and whether states past a true terminal are
+    trained."""
 
     model: ProjectionModelConfig = Field(
         default_factory=ProjectionModelConfig, description="Network settings."
@@ -34,6 +35,15 @@ class MuZeroFamilyConfig(PolicyConfig):
     policy_loss_weight: float = Field(1.0, ge=0.0, description="Weight of the policy loss.")
     ssl_loss_weight: float = Field(
         0.0, ge=0.0, description="Self-supervised consistency loss weight (0 disables)."
+    )
+    loss_weighting: Literal["reference", "appendix_g"] = Field(
+        "reference",
+        description="How the unroll's steps are weighted. reference (LightZero, e.g. "
+        "policy/muzero.py:592-600): every step k=0..K weighs 1 (reward and SSL k=1..K) and the "
+        "gradient of the total is scaled by 1/K; the logged losses are the unscaled sums. "
+        "appendix_g (MuZero app. G, zeropipe before this option): the root's terms weigh 1, each "
+        "unrolled step's 1/K, SSL is summed over the steps, and the latent's gradient is halved "
+        "at the entry of every dynamics step. See docs/parity.md S9.",
     )
 
     absorbing_terminal: bool = Field(
@@ -148,6 +158,7 @@ def loss_weights(cfg: MuZeroFamilyConfig) -> LossWeights:
         policy=cfg.policy_loss_weight,
         entropy=cfg.policy_entropy_weight,
         ssl=cfg.ssl_loss_weight,
+        weighting=cfg.loss_weighting,
     )
 
 

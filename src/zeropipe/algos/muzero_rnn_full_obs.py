@@ -54,6 +54,17 @@ class MuZeroRNNFullObsConfig(CarriedRootOptions, MuZeroFamilyConfig):
     model: HistoryModelConfig = Field(
         default_factory=HistoryModelConfig, description="Network settings."
     )
+    loss_weighting: Literal["reference"] = Field(
+        "reference",
+        description="The teacher-forced loss (`history_loss`) sums every step with weight 1 and "
+        "no gradient scaling, as the reference's (policy/muzero_rnn_full_obs.py:449-455, no "
+        "1/K hook); appendix_g is not offered for this type.",
+    )
+    policy_entropy_weight: float = Field(
+        0.0,
+        ge=0.0,
+        description="Entropy bonus weight (the reference's muzero_rnn_full_obs learner has none).",
+    )
 
 
 def history_loss(net: HistoryNetwork, inp: UnrollInputs, cfg: MuZeroRNNFullObsConfig) -> UnrollLoss:

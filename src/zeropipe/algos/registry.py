@@ -17,7 +17,7 @@ import torch
 
 from zeropipe.algos.algorithm import Algorithm
 from zeropipe.algos.efficientzero import EFFICIENTZERO, EfficientZeroConfig
-from zeropipe.algos.gumbel_muzero import GumbelMuZeroConfig
+from zeropipe.algos.gumbel_muzero import GUMBEL, GumbelMuZeroConfig
 from zeropipe.algos.muzero import MUZERO, MuZeroConfig
 from zeropipe.algos.muzero_context import MUZERO_CONTEXT, MuZeroContextConfig
 from zeropipe.algos.muzero_rnn_full_obs import (
@@ -71,7 +71,7 @@ def unregister(name: str) -> None:
 
 for _builtin in (
     Algorithm(MuZeroConfig, MUZERO, "puct"),
-    Algorithm(GumbelMuZeroConfig, MUZERO, "gumbel"),
+    Algorithm(GumbelMuZeroConfig, GUMBEL, "gumbel"),
     Algorithm(SampledMuZeroConfig, SAMPLED_MUZERO, "sampled"),
     Algorithm(EfficientZeroConfig, EFFICIENTZERO, "puct"),
     Algorithm(SampledEfficientZeroConfig, SAMPLED_EFFICIENTZERO, "sampled"),

@@ -24,6 +24,11 @@ Deliberate differences from the reference:
 - The search discounts once per env step; the reference's chance tree applies γ at every node,
   afterstates included, i.e. γ² per env step (`mcts/`; lightzero_facts §3.6).
 
+The steps are weighted by `policy.loss_weighting` (the reference's by default: every step 1,
+the gradient of the total scaled by 1/K, L494-495; `appendix_g` is zeropipe's earlier rule), and
+the MLP dynamics have no residual by default (`policy.model.dynamics_residual`, the reference's
+`StochasticMuZeroModelMLP` default).
+
 With `policy.stochastic.use_true_chance_label` (the reference's
 `use_ture_chance_label_in_chance_encoder`) the env's chance outcome of each transition, stored
 with the segments, is the code c_k (a one-hot without gradient) in g and in the afterstate policy
@@ -51,12 +56,13 @@ from zeropipe.algos.losses import (
     consistency,
     cross_entropy,
     entropy,
+    scale_total_gradient,
     with_absorbing_masks,
 )
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.search_settings import search_config
-from zeropipe.config import ConfigError, Section
+from zeropipe.config import ConfigError, ProjectionModelConfig, Section
 from zeropipe.mcts import SearchConfig
 from zeropipe.models import Network, StochasticMuZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
@@ -94,11 +100,27 @@ class StochasticConfig(Section):
     )
 
 
+class StochasticModelConfig(ProjectionModelConfig):
+    """Stochastic MuZero's network settings: the reference's MLP dynamics have no residual."""
+
+    dynamics_residual: bool = Field(
+        False,
+        description="mlp: the dynamics (both, afterstate and chance) add their input latent "
+        "before the final ReLU. False is the reference's: its stochastic_muzero policy sets no "
+        "res_connection_in_dynamics, so StochasticMuZeroModelMLP's default False applies "
+        "(model/stochastic_muzero_model_mlp.py:38). The conv dynamics always adds it, as the "
+        "reference's. The parameters are the same either way.",
+    )
+
+
 class StochasticMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: stochastic_muzero`."""
 
     type: Literal["stochastic_muzero"] = Field(
         "stochastic_muzero", description="Policy type; see DESIGN §3."
+    )
+    model: StochasticModelConfig = Field(
+        default_factory=StochasticModelConfig, description="Network settings."
     )
     stochastic: StochasticConfig = Field(
         default_factory=StochasticConfig, description="Chance codes and loss weights."
@@ -199,14 +221,19 @@ def stochastic_unroll_loss(
 ) -> UnrollLoss:
     """Per-sample loss of K steps through afterstates (see the module docstring).
 
-    As `losses.unroll_loss`: step terms are scaled by 1/K, the SSL term is summed over the steps,
-    the latent's gradient is halved at the entry of each step, and masks drop steps past the
-    stored data (absorbing states excepted). `ChanceUnrollInputs` with labels replace the
-    encoder's code by the true one.
+    Steps are weighted as `losses.unroll_loss` under `policy.loss_weighting`: `reference` sums
+    every step's terms with weight 1 (the chance terms of steps 1..K too) and scales the gradient
+    of `per_sample` by 1/K (the reference's hook, L494-495), reporting the unscaled sums;
+    `appendix_g` scales the step terms by 1/K and halves the latent's gradient at the entry of
+    each step. The SSL term is summed over the steps in both. Masks drop steps past the stored
+    data (absorbing states excepted). `ChanceUnrollInputs` with labels replace the encoder's code
+    by the true one.
     """
     w, sw = loss_weights(cfg), cfg.stochastic
     labels = inp.chance_labels if isinstance(inp, ChanceUnrollInputs) else None  # [B, K]
     k_steps = inp.actions.shape[1]
+    appendix_g = w.weighting == "appendix_g"
+    step_div = k_steps if appendix_g else 1  # term / 1 is the term exactly
     real = inp.reward_mask  # [B, K] the stored transitions: chance and SSL terms
     inp, reward_mask = with_absorbing_masks(inp)
     value_cat = scalar_to_two_hot(inp.value_target, net.value_support)  # [B, K+1, S_v]
@@ -220,7 +247,8 @@ def stochastic_unroll_loss(
     ssl = torch.zeros_like(root_value)
     latent = out.latent
     for k in range(k_steps):
-        latent = latent * 0.5 + latent.detach() * 0.5
+        if appendix_g:
+            latent = latent * 0.5 + latent.detach() * 0.5
         after = net.afterstate_inference(latent, inp.actions[:, k])
         encoding, code = net.chance_code(inp.obs_seq[:, k], inp.obs_seq[:, k + 1])  # [B, C]
         if labels is not None:
@@ -237,7 +265,7 @@ def stochastic_unroll_loss(
         )
         step["commitment_loss"] = ((code.detach() - encoding) ** 2).mean(dim=-1) * real[:, k]
         for name, term in step.items():
-            terms[name] = terms[name] + term / k_steps
+            terms[name] = terms[name] + term / step_div
         if w.ssl > 0:
             ssl = ssl + consistency(net, latent, inp.obs_seq[:, k + 1]) * real[:, k]
     per_sample = (
@@ -250,6 +278,8 @@ def stochastic_unroll_loss(
         + sw.commitment_loss_weight * terms["commitment_loss"]
         + w.ssl * ssl
     )
+    if not appendix_g:
+        per_sample = scale_total_gradient(per_sample, 1.0 / k_steps)
     if w.ssl > 0:
         terms["ssl_loss"] = ssl
     means = {name: t.detach().mean() for name, t in terms.items()}

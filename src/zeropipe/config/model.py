@@ -81,6 +81,14 @@ class ProjectionModelConfig(ModelConfig):
     proj_hidden_dim: int = Field(256, ge=1, description="SSL projection hidden width.")
     proj_out_dim: int = Field(256, ge=1, description="SSL projection output width.")
     pred_hidden_dim: int = Field(128, ge=1, description="SSL predictor hidden width.")
+    dynamics_residual: bool = Field(
+        True,
+        description="mlp: the dynamics adds its input latent before the final ReLU (LightZero "
+        "res_connection_in_dynamics: True in its muzero, efficientzero, gumbel_muzero, sampled "
+        "and rnn_full_obs policy defaults, e.g. policy/muzero.py:68; stochastic_muzero's "
+        "default is False). The conv dynamics always adds it, as LightZero's. The parameters "
+        "are the same either way.",
+    )
 
 
 class HistoryModelConfig(ProjectionModelConfig):

@@ -123,6 +123,21 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     ("gumbel_muzero", "policy.gumbel.prior_term", "logit"),
     ("gumbel_muzero", "policy.gumbel.collect_root_noise", False),
     ("gumbel_muzero", "policy.gumbel.collect_action", "halving_winner"),
+    # the unroll's step weighting (docs/parity.md S9); muzero_rnn_full_obs's was the reference's
+    *(
+        (policy_type, "policy.loss_weighting", "appendix_g")
+        for policy_type in (
+            "muzero",
+            "muzero_context",
+            "efficientzero",
+            "sampled_efficientzero",
+            "sampled_muzero",
+            "gumbel_muzero",
+            "stochastic_muzero",
+        )
+    ),
+    ("gumbel_muzero", "policy.gumbel.policy_loss", "cross_entropy"),
+    ("stochastic_muzero", "policy.model.dynamics_residual", True),
 )
 
 

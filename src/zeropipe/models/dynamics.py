@@ -2,10 +2,14 @@
 
 Runs in: any. Both variants encode a discrete action as one-hot (planes for images, LightZero
 `discrete_action_encoding_type='one_hot'`); with `continuous=True` the vector variant reads a
-continuous action [B, D] as it is (the vector concatenated in place of the one-hot). Both add
-the input latent back before the final ReLU
-(LightZero `res_connection_in_dynamics=True`), so at initialisation g is close to a copy of the
-state and the unrolled latents do not drift away from the encoder's distribution.
+continuous action [B, D] as it is (the vector concatenated in place of the one-hot). The conv
+variant always adds the input latent back before the final ReLU (as LightZero's conv dynamics,
+`lzero/model/muzero_model.py` L522-524), so at initialisation g is close to a copy of the state and
+the unrolled latents do not drift away from the encoder's distribution; the vector variant does so
+with `policy.model.dynamics_residual` (LightZero `res_connection_in_dynamics`, True in its MuZero,
+EfficientZero, Gumbel and sampled policies' defaults, False for stochastic_muzero). Without it the
+vector variant is LightZero's non-residual MLP dynamics: Linear layers, the output normalised and
+ReLU'd; the parameters are the same with and without it, only the addition differs.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from zeropipe.config import ConfigError, ModelConfig
+from zeropipe.config import ConfigError, ModelConfig, ProjectionModelConfig
 from zeropipe.models.blocks import conv3x3, mlp_stack, norm_1d, norm_2d, res_stack
 
 
@@ -43,10 +47,16 @@ def action_codes(action: Tensor, size: int, dtype: torch.dtype) -> Tensor:
 
 
 class VectorDynamics(nn.Module):
-    """MLP on concat(latent, action code) → Linear → norm, plus the latent, then ReLU."""
+    """MLP on concat(latent, action code) → Linear → norm, plus the latent (with `residual`), then
+    ReLU."""
 
     def __init__(
-        self, latent_dim: int, action_space_size: int, cfg: ModelConfig, continuous: bool = False
+        self,
+        latent_dim: int,
+        action_space_size: int,
+        cfg: ModelConfig,
+        continuous: bool = False,
+        residual: bool = True,
     ) -> None:
         """Create the dynamics.
 
@@ -55,10 +65,12 @@ class VectorDynamics(nn.Module):
             action_space_size: A (one-hot width), or D for continuous actions.
             cfg: hidden_dim, num_layers and norm_type are read.
             continuous: actions are float vectors [B, D] instead of indices [B].
+            residual: add the input latent before the final ReLU.
         """
         super().__init__()
         self.action_space_size = action_space_size
         self.continuous = continuous
+        self.residual = residual
         self.body = mlp_stack(
             latent_dim + action_space_size, cfg.hidden_dim, cfg.num_layers, cfg.norm_type
         )
@@ -69,7 +81,7 @@ class VectorDynamics(nn.Module):
         """latent [B, E], action [B] int64 (or float [B, D] / codes [B, A]) -> latent [B, E]."""
         codes = action_codes(action, self.action_space_size, latent.dtype)  # [B, A]
         x = self.out_norm(self.out(self.body(torch.cat((latent, codes), dim=1))))
-        return (x + latent).relu_()
+        return (x + latent).relu_() if self.residual else x.relu_()
 
 
 class ConvDynamics(nn.Module):
@@ -103,14 +115,15 @@ class ConvDynamics(nn.Module):
 
 
 def build_dynamics(
-    latent_shape: tuple[int, ...], action_space_size: int, cfg: ModelConfig
+    latent_shape: tuple[int, ...], action_space_size: int, cfg: ProjectionModelConfig
 ) -> nn.Module:
     """The dynamics matching a latent shape: `ConvDynamics` for (C, H, W), else `VectorDynamics`.
 
     Args:
         latent_shape: one latent without the batch axis.
         action_space_size: A, or D with `cfg.continuous_action_space`.
-        cfg: model sizes (`continuous_action_space` selects the continuous action input).
+        cfg: model sizes (`continuous_action_space` selects the continuous action input,
+            `dynamics_residual` the vector variant's residual).
 
     Returns:
         A module called as `dynamics(latent, action) -> next_latent`.
@@ -125,4 +138,6 @@ def build_dynamics(
                 "dynamics reads one-hot action planes only)"
             )
         return ConvDynamics(latent_shape[0], action_space_size, cfg)
-    return VectorDynamics(latent_shape[0], action_space_size, cfg, cfg.continuous_actions)
+    return VectorDynamics(
+        latent_shape[0], action_space_size, cfg, cfg.continuous_actions, cfg.dynamics_residual
+    )
