@@ -95,6 +95,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ADDED_SINCE_V0_1 = {
     "policy": {"tie_break", "eval_tie_break", "actor_inference", "loss_weighting"},
     "async_pipeline": {
+        "collect_launch",
         "request_deadline_factor",
         "min_request_deadline_s",
         "first_request_deadline_s",
