@@ -131,7 +131,8 @@ def test_eval_refuses_a_crafted_checkpoint_without_running_it(tmp_path: Path):
     proc = run_cli("eval", str(ckpt), cwd=tmp_path)
     assert not marker.exists()
     assert proc.returncode == 2, proc.stderr
-    (line,) = proc.stderr.strip().splitlines()
+    # the config here is hand-written, not a run's dump: eval notes the options it predates
+    (line,) = [x for x in proc.stderr.strip().splitlines() if not x.startswith("eval: ")]
     assert line == (
         f"zeropipe eval: {ckpt} was refused: loading it would call io.open; a checkpoint holds "
         "only tensors and plain data, and a file that needs more could run any code, so it is "
@@ -149,3 +150,23 @@ def test_eval_reads_a_checkpoint_written_by_an_earlier_version(
     config = str(cartpole_run / "config.yaml")
     assert main(["eval", str(old), "--config", config, "--episodes", "1"]) == 0
     assert "episodes 1 " in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_eval_gives_an_older_runs_config_the_behaviour_it_trained_with(
+    cartpole_run: Path, tmp_path: Path
+):
+    """A run dir written before an option existed (its config.yaml lacks the key) is scored with
+    the behaviour it trained with (config/resume.py OLDER_BEHAVIOUR), as --resume does."""
+    import yaml
+
+    old = tmp_path / "old_run"
+    shutil.copytree(cartpole_run, old)
+    saved = yaml.safe_load((old / "config.yaml").read_text())
+    assert saved["policy"].pop("loss_weighting") == "reference"  # a run written now says so
+    (old / "config.yaml").write_text(yaml.safe_dump(saved))
+    proc = run_cli("eval", str(old / "ckpt" / "ckpt_best.pth.tar"), cwd=old)
+    assert proc.returncode == 0, proc.stderr
+    assert "eval: policy.loss_weighting is not in the run's config.yaml" in proc.stderr
+    assert "'appendix_g', the behaviour the run started with" in proc.stderr
+    assert printed_returns(proc.stdout) == best_eval(cartpole_run)["episode_returns"]

@@ -262,6 +262,7 @@ def _score(value: float | None) -> str:
 
 def _eval(args: argparse.Namespace) -> int:
     from zeropipe.cli.evaluation import run_config_path, score_checkpoint
+    from zeropipe.config.resume import load_run_config
 
     config = args.config or run_config_path(args.checkpoint)
     if not Path(config).is_file():
@@ -271,7 +272,12 @@ def _eval(args: argparse.Namespace) -> int:
         overrides.append(f"env.n_evaluator_episode={args.episodes}")
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
-    cfg = load_checked(str(config), overrides)
+    cfg = None
+    if args.config is None:  # the run's own config.yaml: as the run trained with it
+        cfg, notes = load_run_config(Path(config), overrides)
+        for note in notes:
+            print(note, file=sys.stderr)
+    cfg = load_checked(str(config), overrides, cfg)
     score = score_checkpoint(cfg, args.checkpoint, args.video)
     print(score.summary())
     if args.video is not None:

@@ -141,8 +141,28 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
 )
 
 
-def keep_older_behaviour(raw: dict[str, Any]) -> list[str]:
+def load_run_config(
+    path: Path, overrides: Sequence[str] = ()
+) -> tuple[ExperimentConfig, list[str]]:
+    """A run directory's own config.yaml as the run trained with it: the behaviour of its time
+    for options it predates (`keep_older_behaviour`), then `overrides`. `zeropipe eval` scores a
+    run's checkpoint this way: an option that changes the network's forward pass (the MLP
+    dynamics' residual, the Gumbel root's prior term) must not take its new default under old
+    weights.
+
+    Returns:
+        The config, and one note per option filled in.
+    """
+    raw = read_yaml(path)
+    notes = keep_older_behaviour(raw, "eval")
+    for item in overrides:
+        apply_override(raw, item)
+    return config_from_dict(raw, source=str(path)), notes
+
+
+def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list[str]:
     """Give a run's config.yaml the behaviour of its time for options it predates (in place).
+    `command` starts each note.
 
     Returns:
         One note per key filled in.
@@ -153,7 +173,7 @@ def keep_older_behaviour(raw: dict[str, Any]) -> list[str]:
         if (only is None or only == policy_type) and not _has(raw, key):
             _set(raw, key, value)
             notes.append(
-                f"--resume: {key} is not in the run's config.yaml (written before the option "
+                f"{command}: {key} is not in the run's config.yaml (written before the option "
                 f"existed): {value!r}, the behaviour the run started with"
             )
     return notes
