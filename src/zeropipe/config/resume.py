@@ -123,6 +123,10 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     ("gumbel_muzero", "policy.gumbel.prior_term", "logit"),
     ("gumbel_muzero", "policy.gumbel.collect_root_noise", False),
     ("gumbel_muzero", "policy.gumbel.collect_action", "halving_winner"),
+    # the sampled types' continuous entropy: the Monte-Carlo estimate before the option existed
+    ("sampled_efficientzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
+    ("sampled_muzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
+    ("sampled_unizero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
 )
 
 
