@@ -56,3 +56,45 @@ def test_a_run_written_now_resumes_with_what_it_says(tmp_path):
     cfg, notes = load_resume_config(run, [])
     assert cfg.policy.gumbel.prior_term == "probability" and cfg.policy.gumbel.collect_root_noise
     assert not any("written before" in n for n in notes)
+
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+
+def _run_written_without(tmp_path, config: str, *keys: str) -> Path:
+    """A run directory whose config.yaml is `config` resolved, less the `policy.sampled` keys
+    named (as a run written before those options existed)."""
+    raw = yaml.safe_load(dump_config(load_config(CONFIGS / config)))
+    for key in keys:
+        del raw["policy"]["sampled"][key]
+    run = tmp_path / "old_run"
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return run
+
+
+def test_a_sampled_run_written_before_the_entropy_option_keeps_the_sample_estimate(tmp_path):
+    name = "cartpole_sampled_efficientzero.yaml"
+    run = _run_written_without(tmp_path, name, "continuous_entropy")
+    cfg, notes = load_resume_config(run, [])
+    assert cfg.policy.sampled.continuous_entropy == "tanh_sample_estimate"
+    assert any("continuous_entropy" in n and "written before" in n for n in notes)
+    assert load_config(CONFIGS / name).policy.sampled.continuous_entropy == "gaussian"  # new run
+
+
+def test_a_sampled_unizero_run_resumes_with_the_loss_weights_its_config_yaml_holds(tmp_path):
+    # config.yaml spells out every field, so the run's discrete-era weights (10, 0.5, 1, 1) come
+    # back as written, not as the new continuous defaults (10, 0.1, 0.1, 0.1)
+    run = _run_written_without(tmp_path, "pendulum_sampled_unizero.yaml")
+    raw = yaml.safe_load((run / "config.yaml").read_text())
+    wm = raw["policy"]["model"]["world_model"]
+    assert "value_loss_weight" in wm and raw["policy"]["target_update_type"] == "ema"
+    wm.update(value_loss_weight=0.5, reward_loss_weight=1.0, policy_loss_weight=1.0)
+    (run / "config.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    cfg, _ = load_resume_config(run, [])
+    world = cfg.policy.model.world_model
+    assert (world.value_loss_weight, world.reward_loss_weight, world.policy_loss_weight) == (
+        0.5,
+        1.0,
+        1.0,
+    )

@@ -10,6 +10,7 @@ import torch
 
 from zeropipe.models.gaussian import (
     GaussianPolicyHead,
+    gaussian_entropy,
     sample_tanh_gaussian,
     split_params,
     tanh_log_prob,
@@ -32,6 +33,19 @@ def test_log_density_matches_the_numerical_derivative_of_the_cdf(mu, sigma, y) -
         torch.tensor([y], dtype=torch.float64),
     )
     assert math.exp(float(log_p)) == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "expected"),
+    [
+        ([1.0], 1.4189385332046727),  # ½·log(2πe)
+        ([math.exp(-1.0)], 0.4189385332046727),  # ½·log(2πe) − 1
+        ([0.5, 2.0], 2.8378770664093453),  # log(2πe) + log(0.5·2) = 1 + log(2π)
+    ],
+)
+def test_gaussian_entropy_is_the_closed_form_of_the_pre_tanh_normal(sigma, expected) -> None:
+    got = gaussian_entropy(torch.tensor([sigma], dtype=torch.float64))
+    assert float(got[0]) == pytest.approx(expected, abs=1e-12)
 
 
 def test_log_density_sums_over_dimensions() -> None:

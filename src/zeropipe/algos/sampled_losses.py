@@ -14,9 +14,15 @@ from typing import Literal
 import torch
 
 from zeropipe.algos.losses import PolicyTerms, UnrollInputs
-from zeropipe.models.gaussian import split_params, tanh_entropy_estimate, tanh_log_prob
+from zeropipe.models.gaussian import (
+    gaussian_entropy,
+    split_params,
+    tanh_entropy_estimate,
+    tanh_log_prob,
+)
 
 PolicyLossType = Literal["cross_entropy", "kl"]
+EntropyKind = Literal["gaussian", "tanh_sample_estimate"]
 
 
 def sampled_policy_loss(
@@ -50,14 +56,20 @@ def sampled_policy_loss(
     raise ValueError(f"policy loss type must be 'cross_entropy' or 'kl', got {loss_type!r}")
 
 
-def continuous_policy_terms(loss_type: PolicyLossType) -> PolicyTerms:
+def continuous_policy_terms(
+    loss_type: PolicyLossType, entropy: EntropyKind = "gaussian"
+) -> PolicyTerms:
     """Policy terms of an unroll over continuous root sampled actions (`unroll_loss`).
 
     Step k's loss is `sampled_policy_loss` of the tanh-corrected log-densities of the K_s root
     sampled actions `inp.sampled_actions[:, k]` [B, Ks, D] under the head's [B, 2D] output,
-    against the visit distribution `inp.policy_target[:, k]` [B, Ks]; the entropy is the
-    Monte-Carlo estimate over the same actions. `unroll_loss` masks both by `policy_mask`.
+    against the visit distribution `inp.policy_target[:, k]` [B, Ks]. The entropy is the
+    pre-tanh Gaussian's closed form (`gaussian`, the reference's) or the Monte-Carlo estimate of
+    the squashed policy's over the same actions (`tanh_sample_estimate`). `unroll_loss` masks
+    both by `policy_mask`.
     """
+    if entropy not in ("gaussian", "tanh_sample_estimate"):
+        raise ValueError(f"entropy must be 'gaussian' or 'tanh_sample_estimate', got {entropy!r}")
 
     def terms(params: torch.Tensor, inp: UnrollInputs, k: int):
         if inp.sampled_actions is None:
@@ -67,6 +79,8 @@ def continuous_policy_terms(loss_type: PolicyLossType) -> PolicyTerms:
         log_probs = tanh_log_prob(mu.unsqueeze(1), sigma.unsqueeze(1), actions)  # [B, Ks]
         target = inp.policy_target[:, k]
         loss = sampled_policy_loss(log_probs, target, torch.ones_like(target), loss_type)
+        if entropy == "gaussian":
+            return loss, gaussian_entropy(sigma)
         return loss, tanh_entropy_estimate(mu, sigma, actions)
 
     return terms

@@ -111,7 +111,7 @@ class SampledActions:
         sampled actions (`sampled_losses.continuous_policy_terms`)."""
         if not cfg.model.continuous_actions:
             return super().policy_terms(cfg)  # type: ignore[misc]
-        return continuous_policy_terms(cfg.sampled.policy_loss_type)
+        return continuous_policy_terms(cfg.sampled.policy_loss_type, cfg.sampled.continuous_entropy)
 
 
 class SampledMuZeroFamily(SampledActions, MuZeroFamily):

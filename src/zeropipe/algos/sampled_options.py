@@ -34,6 +34,15 @@ class SampledConfig(Section):
         description="Continuous actions: the policy loss over the root sampled actions, "
         "cross-entropy (the reference's default) or KL (same gradient).",
     )
+    continuous_entropy: Literal["gaussian", "tanh_sample_estimate"] = Field(
+        "gaussian",
+        description="Continuous actions: the policy entropy of the entropy bonus. gaussian: the "
+        "closed form of the pre-tanh Gaussian, Σ_d [½·log(2πe) + log σ_d] (the reference's, "
+        "policy/sampled_efficientzero.py:615-638, world_model.py:3070-3075); "
+        "tanh_sample_estimate: −mean_k log π(a_k) of the tanh-squashed policy over the root "
+        "sampled actions (ours before; the entropy of the policy that acts, which has no closed "
+        "form; not measured against gaussian). Discrete actions: the exact entropy either way.",
+    )
 
 
 class SampledOptions(Section):

@@ -15,16 +15,46 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from zeropipe.algos.sampled_muzero import SampledActions
 from zeropipe.algos.sampled_options import SampledOptions
 from zeropipe.algos.unizero import UniZeroFamily, UniZeroFamilyConfig
-from zeropipe.config import ContinuousHead, UniZeroModelConfig
+from zeropipe.config import ContinuousHead, UniZeroModelConfig, WorldModelConfig
+
+# The reference's loss weights for continuous actions ("like TD-MPC2 for DMC"):
+# model/unizero_world_models/utils.py:291-297 (latent 10, value 0.1, reward 0.1, policy 0.1).
+CONTINUOUS_LOSS_WEIGHTS = {
+    "latent_loss_weight": 10.0,
+    "value_loss_weight": 0.1,
+    "reward_loss_weight": 0.1,
+    "policy_loss_weight": 0.1,
+}
 
 
 class SampledUniZeroModelConfig(ContinuousHead, UniZeroModelConfig):
-    """UniZero's world model with the discrete or tanh-Gaussian policy head."""
+    """UniZero's world model with the discrete or tanh-Gaussian policy head.
+
+    With `continuous_action_space` the world model's loss weights that the config does not set
+    are the reference's continuous ones (`CONTINUOUS_LOSS_WEIGHTS`); with discrete actions they
+    stay UniZero's (10, 0.5, 1, 1), as the reference picks its weights by the action space.
+    """
+
+    world_model: WorldModelConfig = Field(
+        default_factory=WorldModelConfig,
+        description="UniZero transformer settings; with continuous_action_space the loss "
+        "weights not given are the reference's continuous ones: latent 10, value 0.1, reward "
+        "0.1, policy 0.1 (model/unizero_world_models/utils.py:291-297).",
+    )
+
+    @model_validator(mode="after")
+    def _continuous_loss_weights(self):
+        if self.continuous_action_space:
+            given = self.world_model.model_fields_set
+            for name, weight in CONTINUOUS_LOSS_WEIGHTS.items():
+                if name not in given:
+                    setattr(self.world_model, name, weight)
+        return self
 
 
 class SampledUniZeroConfig(SampledOptions, UniZeroFamilyConfig):

@@ -33,6 +33,13 @@ class UniZeroFamilyConfig(PolicyConfig):
     model: UniZeroModelConfig = Field(
         default_factory=UniZeroModelConfig, description="Network settings."
     )
+    target_update_type: Literal["hard", "ema"] = Field(
+        "ema",
+        description="Target network update: EMA with target_update_theta every learner step "
+        "(the reference's unizero and sampled_unizero: `update_type='momentum'`, θ = 0.05, "
+        "policy/unizero.py:741, :1004-1010, :1674; policy/sampled_unizero.py:224, :360, :563) or "
+        "a hard copy every target_update_freq steps.",
+    )
     kv_cache_clear_interval: int = Field(
         2000,
         ge=0,

@@ -138,6 +138,10 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     ),
     ("gumbel_muzero", "policy.gumbel.policy_loss", "cross_entropy"),
     ("stochastic_muzero", "policy.model.dynamics_residual", True),
+    # the sampled types' continuous entropy: the Monte-Carlo estimate before the option existed
+    ("sampled_efficientzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
+    ("sampled_muzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
+    ("sampled_unizero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
 )
 
 

@@ -91,6 +91,13 @@ def tanh_log_prob(mu: Tensor, sigma: Tensor, actions: Tensor) -> Tensor:
     return (normal - torch.log1p(-a * a)).sum(dim=-1)
 
 
+def gaussian_entropy(sigma: Tensor) -> Tensor:
+    """Closed-form entropy of the pre-tanh Gaussian, Σ_d [½·log(2πe) + log sigma_d] ([..., D] →
+    [...]); LightZero's `Independent(Normal(mu, sigma), 1).entropy()` in its sampled losses. It
+    ignores the tanh squashing, so it is not the entropy of the policy that acts."""
+    return (0.5 + _HALF_LOG_2PI + torch.log(sigma)).sum(dim=-1)
+
+
 def tanh_entropy_estimate(mu: Tensor, sigma: Tensor, actions: Tensor) -> Tensor:
     """Monte-Carlo entropy −mean_k log π(a_k) over sampled actions [..., K, D] → [...] (the
     squashed distribution has no closed-form entropy)."""
