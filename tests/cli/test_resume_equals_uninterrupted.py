@@ -84,6 +84,10 @@ def test_sigkill_after_a_periodic_checkpoint_and_resume_is_the_uninterrupted_run
         for e in lines[resumed:]
         if e["event"] == "eval" and not e.get("final")
     ]
-    at = lines[resumed]["envstep"]
-    assert after and after == [e for e in _scheduled_evals(whole) if e[0] > at]
+    # The checkpoint at the end of a budget comes before the eval due at that train_iter, so the
+    # resumed process runs that eval again, at the checkpoint's own env steps: compare from the
+    # checkpoint's train_iter on (an env-step filter `> envstep` would drop that eval from the
+    # whole run's side only).
+    at_iter = lines[resumed]["train_iter"]
+    assert after and after == [e for e in _scheduled_evals(whole) if e[1] >= at_iter]
     assert _losses(killed)[-1] == _losses(whole)[-1]
