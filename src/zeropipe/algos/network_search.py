@@ -68,8 +68,8 @@ class NetworkSearch:
         frame_ndim: axes of one observation frame (1 for vectors, 3 for images).
         policy: the algorithm's search policy (`mcts.SEARCH_POLICIES`).
         device: where the network lives.
-        traced: run the model step as one traced graph where the network allows it
-            (`policy.actor_inference`, algos/traced_step.py).
+        inference: how the model step runs (`policy.actor_inference`, algos/traced_step.py):
+            'frozen' or 'traced' (one graph where the network allows it) or 'eager'.
     """
 
     def __init__(
@@ -78,13 +78,14 @@ class NetworkSearch:
         frame_ndim: int,
         policy: SearchPolicy,
         device: str = "cpu",
-        traced: bool = False,
+        inference: str = "eager",
     ) -> None:
         self.network = network
         self.frame_ndim = frame_ndim
         self.policy = policy
         self.device = torch.device(device)
-        self.traced = TracedStep(network) if traced else None
+        traced = inference in ("traced", "frozen")
+        self.traced = TracedStep(network, freeze=inference == "frozen") if traced else None
 
     @torch.no_grad()
     def search(
@@ -126,6 +127,8 @@ class NetworkSearch:
     ) -> SearchResult:
         """Search from roots the network already produced (e.g. with a UniZero context)."""
         eval_mode(self.network)
+        if self.traced is not None:
+            self.traced.begin_search()
         value = _scalar(out.value_logits, self.network.value_support)
         roots = SearchRoots(
             latent=out.latent,

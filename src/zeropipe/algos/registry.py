@@ -121,8 +121,9 @@ def actor_search(
 ) -> tuple[NetworkSearch, RootSource]:
     """The policy type's search over `network` (moved to `device`) and its per-env root state."""
     algo = algorithm(cfg.type)
-    traced = cfg.actor_inference == "traced"
-    search = NetworkSearch(network.to(device), frame_ndim, algo.search_policy, device, traced)
+    search = NetworkSearch(
+        network.to(device), frame_ndim, algo.search_policy, device, cfg.actor_inference
+    )
     return search, algo.family.root_source(search.network, num_envs, cfg)
 
 

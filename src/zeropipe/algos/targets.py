@@ -63,7 +63,7 @@ class TargetComputer:
         reanalyze_ratio: fraction of each batch whose policy targets are re-searched.
         seed: seed of the reanalysis noise generator.
         device: device of the target network.
-        traced: the search's model step as a traced graph (`policy.actor_inference`).
+        inference: how the search's model step runs (`policy.actor_inference`).
     """
 
     def __init__(
@@ -75,7 +75,7 @@ class TargetComputer:
         reanalyze_ratio: float,
         seed: int,
         device: str = "cpu",
-        traced: bool = False,
+        inference: str = "eager",
     ) -> None:
         self.network = target_network
         self.frame_ndim = frame_ndim
@@ -83,7 +83,7 @@ class TargetComputer:
         self.reanalyze_ratio = reanalyze_ratio
         self.device = torch.device(device)
         self.rng = np.random.default_rng(seed)
-        self._search = NetworkSearch(target_network, frame_ndim, policy, device, traced)
+        self._search = NetworkSearch(target_network, frame_ndim, policy, device, inference)
 
     @torch.no_grad()
     def compute(self, batch: ReplayBatch) -> Targets:

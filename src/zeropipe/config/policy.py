@@ -99,13 +99,16 @@ class PolicyConfig(Section):
         "instructions (Pong MuZero learner step 1.37x alone, 1.73x with channels_last), at "
         "bf16 precision in the forward pass; off by default (learning not measured with it).",
     )
-    actor_inference: Literal["traced", "eager"] = Field(
-        "traced",
+    actor_inference: Literal["frozen", "traced", "eager"] = Field(
+        "frozen",
         description="How the search calls the network's step (collect, eval, reanalysis): "
         "'traced', one TorchScript graph of the step, its reward and value (algos/"
         "traced_step.py; networks without caches; it falls back to eager where tracing fails); "
-        "'eager', module by module. Same arithmetic; the traced step skips the per-op Python "
-        "overhead that dominates small networks (CartPole MuZero search, B=8: issue 26 note).",
+        "'frozen', the trace frozen while the weights stay put (parameters as constants, batch "
+        "norms folded into the layer before; it follows every weight change); 'eager', module "
+        "by module. The trace skips the per-op Python overhead that dominates small networks, "
+        "freezing its attribute reads and batch norms (CartPole MuZero search, B=8: README "
+        "'Inference'); frozen rounds differently from eager, within float32 precision.",
     )
     learner_num_threads: int | None = Field(
         None,

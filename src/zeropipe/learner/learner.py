@@ -88,7 +88,7 @@ class Learner:
             cfg.reanalyze_ratio,
             seed,
             cfg.device,
-            traced=cfg.actor_inference == "traced",
+            inference=cfg.actor_inference,
         )
 
     def step(self, batch: ReplayBatch) -> StepResult:

@@ -90,7 +90,9 @@ def inverse_scalar_transform(y: Tensor, eps: float = 0.001) -> Tensor:
     With u = sqrt(|x|+1), h is the quadratic εu² + u − (1 + ε + |y|) = 0; its root gives
     `d = u − 1 = 2|y| / (sqrt(1 + 4ε(1 + ε + |y|)) + 1 + 2ε)` and `|x| = u² − 1 = d(d + 2)`. This is
     algebraically LightZero's `(((sqrt(1 + 4ε(|y|+1+ε)) − 1)/(2ε))² − 1)`, rearranged so that
-    float32 keeps its relative precision near zero; it also holds for ε = 0.
+    float32 keeps its relative precision near zero; it also holds for ε = 0. Written in ten tensor
+    ops with one-element constants (`_const`): the search runs it twice per simulation on a few
+    values, where each op's dispatch costs more than its arithmetic.
 
     Args:
         y: scaled values of any shape.
@@ -100,8 +102,33 @@ def inverse_scalar_transform(y: Tensor, eps: float = 0.001) -> Tensor:
         x with h(x) = y, same shape as y.
     """
     a = y.abs()
-    d = 2.0 * a / (torch.sqrt(1.0 + 4.0 * eps * (1.0 + eps + a)) + 1.0 + 2.0 * eps)
-    return torch.sign(y) * d * (d + 2.0)
+    root = torch.sqrt(a * _const(4.0 * eps, y) + _const(1.0 + 4.0 * eps * (1.0 + eps), y))
+    d = (a * _const(2.0, y)) / (root + _const(1.0 + 2.0 * eps, y))
+    return torch.copysign(d * (d + _const(2.0, y)), y)
+
+
+_CONSTANTS: dict[tuple[float, torch.dtype, torch.device], Tensor] = {}
+
+
+def _const(value: float, like: Tensor) -> Tensor | float:
+    """`value` as a one-element tensor of `like`'s dtype and device, made once per kind.
+
+    A Python float (or any 0-dim tensor) in a binary op is a "CPU scalar" that the op casts to
+    its dtype at every call: three more dispatches (`to`, `_to_copy`, `copy_`), ~2 µs each on a
+    small batch, which a trace or frozen graph repeats per call. A broadcast one-element tensor
+    of the right dtype needs none; a trace records it as a constant. A 0-dim `like` gets the
+    float, so the result keeps its 0-dim shape. Made outside inference mode, so that autograd
+    may save it.
+    """
+    if like.dim() == 0:
+        return value
+    key = (value, like.dtype, like.device)
+    const = _CONSTANTS.get(key)
+    if const is None:
+        with torch.inference_mode(False):
+            const = torch.tensor([value], dtype=like.dtype, device=like.device)
+        _CONSTANTS[key] = const
+    return const
 
 
 def logits_to_scalar(logits: Tensor, support: DiscreteSupport, eps: float = 0.001) -> Tensor:
@@ -115,7 +142,9 @@ def logits_to_scalar(logits: Tensor, support: DiscreteSupport, eps: float = 0.00
     Returns:
         Unscaled scalar values.  # [...]
     """
-    atoms = support.atoms.to(device=logits.device, dtype=logits.dtype)  # [S]
+    atoms = support.atoms  # [S]
+    if atoms.dtype != logits.dtype or atoms.device != logits.device:  # no op in a trace if not
+        atoms = atoms.to(device=logits.device, dtype=logits.dtype)
     expected = torch.softmax(logits, dim=-1) @ atoms  # [...]
     return inverse_scalar_transform(expected, eps)
 
