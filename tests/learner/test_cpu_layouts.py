@@ -1,5 +1,5 @@
 """CPU speed settings of the learner: channels-last conv weights (same arithmetic, another memory
-order) and the optional bfloat16 autocast of the unroll and loss."""
+order) and the optional bfloat16 autocast of the unroll, the loss and the bootstrap values."""
 
 from __future__ import annotations
 
@@ -109,3 +109,20 @@ def test_bf16_autocast_learns_and_keeps_float32_state():
     assert bf16[-1] < 0.85 * bf16[0], bf16  # it learns
     assert fp32[0] != bf16[0]  # the forward pass really ran in bfloat16 ...
     assert bf16[0] == pytest.approx(fp32[0], rel=0.05)  # ... close to float32
+
+
+def test_bf16_autocast_also_runs_the_bootstrap_values_in_bfloat16():
+    """The target network's bootstrap forward pass (a third of a Pong learner step) runs under
+    the same autocast; the values are read out in float32."""
+    batch = sample_batch(
+        tiny_policy(norm_type="BN"), 8, make_segment(12, ends_episode=True, terminated=True)
+    )
+    frames = batch.bootstrap_obs.reshape(-1, *batch.bootstrap_obs.shape[2:])
+    values = {}
+    for mode in ("none", "bf16"):
+        cfg = tiny_policy(norm_type="BN", learner_autocast=mode)
+        learner = Learner(tiny_network(cfg, reinit=True), cfg, 1, seed=0)
+        values[mode] = learner.targets.bootstrap_values(frames)
+        assert values[mode].dtype == np.float32
+    assert not np.array_equal(values["none"], values["bf16"])  # it ran in bfloat16 ...
+    np.testing.assert_allclose(values["bf16"], values["none"], rtol=0.05, atol=0.05)  # ... close

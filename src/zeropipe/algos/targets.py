@@ -64,6 +64,8 @@ class TargetComputer:
         seed: seed of the reanalysis noise generator.
         device: device of the target network.
         inference: how the search's model step runs (`policy.actor_inference`).
+        bf16: run the bootstrap values' forward pass under bfloat16 autocast
+            (`policy.learner_autocast: bf16`; the values are read out in float32).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class TargetComputer:
         seed: int,
         device: str = "cpu",
         inference: str = "eager",
+        bf16: bool = False,
     ) -> None:
         self.network = target_network
         self.frame_ndim = frame_ndim
@@ -84,6 +87,7 @@ class TargetComputer:
         self.device = torch.device(device)
         self.rng = np.random.default_rng(seed)
         self._search = NetworkSearch(target_network, frame_ndim, policy, device, inference)
+        self.bf16 = bf16
 
     @torch.no_grad()
     def compute(self, batch: ReplayBatch) -> Targets:
@@ -108,7 +112,8 @@ class TargetComputer:
         values = np.empty(frames.shape[0], dtype=np.float32)
         for start in range(0, frames.shape[0], _INFER_CHUNK):
             chunk = stack_frames(frames[start : start + _INFER_CHUNK], self.frame_ndim)
-            out = self.network.initial_inference(to_tensor(chunk, self.device))
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                out = self.network.initial_inference(to_tensor(chunk, self.device))
             scalar = logits_to_scalar(out.value_logits.float(), self.network.value_support)
             values[start : start + chunk.shape[0]] = scalar.cpu().numpy()
         return values

@@ -89,6 +89,7 @@ class Learner:
             seed,
             cfg.device,
             inference=cfg.actor_inference,
+            bf16=cfg.learner_autocast == "bf16",
         )
 
     def step(self, batch: ReplayBatch) -> StepResult:
