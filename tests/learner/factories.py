@@ -45,6 +45,7 @@ def tiny_policy(norm_type: str = "LN", **policy) -> PolicyConfig:
         "replay_buffer_size": 1000,
         "target_update_freq": 1000,  # targets stay fixed unless a test asks otherwise
         "reanalyze_ratio": 0.0,
+        "learner_autocast": "none",  # float32, whatever the CPU (auto: bf16 on some)
     }
     given = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in policy.items()}
     if isinstance(given.get("model"), dict):

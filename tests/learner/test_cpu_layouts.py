@@ -49,7 +49,7 @@ def _train_both_layouts(tmp_path, alter_plain=None):
     """Three learner steps on the same batches from the same weights, once with channels-last
     conv weights and once contiguous (`alter_plain` may change the contiguous network first).
     Returns the two learners' losses, the two networks and the starting weights."""
-    cfg = tiny_2048_config(tmp_path / "run")
+    cfg = tiny_2048_config(tmp_path / "run", learner_autocast="none")  # float32 on every CPU
     assert cfg.policy.channels_last  # the default
     comps = build_driver(cfg)
     convs = _conv_weights(comps.learner.network)

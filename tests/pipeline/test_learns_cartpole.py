@@ -63,6 +63,7 @@ def ci_config(run_dir, seed: int) -> ExperimentConfig:
         "env.eval_max_episode_steps": EPISODE_CUT,
         "env.stop_value": 10**6,  # never: the run goes to MAX_ENV_STEPS, then the head is checked
         "policy.learner_num_threads": 1,  # deterministic, and fair to a 2-core CI machine
+        "policy.learner_autocast": "none",  # float32 on every machine (auto: bf16 on some)
         "policy.num_simulations": 16,
         "policy.batch_size": 64,
         "policy.eval_freq": 100,

@@ -142,6 +142,9 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     ("sampled_efficientzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
     ("sampled_muzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
     ("sampled_unizero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
+    # the search's step module by module, before the traced and frozen steps (same arithmetic
+    # as traced; frozen folds batch norms, which rounds differently)
+    (None, "policy.actor_inference", "eager"),
 )
 
 

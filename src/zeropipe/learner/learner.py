@@ -20,6 +20,7 @@ from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
+from zeropipe.learner.precision import log_choice, resolve_autocast
 from zeropipe.models import Network
 
 
@@ -80,6 +81,8 @@ class Learner:
         self.algorithm = algorithm(cfg.type)
         self.needs_obs_seq = self.algorithm.family.needs_obs_seq(cfg)
         self.train_iter = 0
+        self.autocast = resolve_autocast(cfg.learner_autocast, self.device)  # 'none' | 'bf16'
+        log_choice(cfg.learner_autocast, self.autocast)
         self.targets = TargetComputer(
             self.target_network,
             frame_ndim,
@@ -89,7 +92,7 @@ class Learner:
             seed,
             cfg.device,
             inference=cfg.actor_inference,
-            bf16=cfg.learner_autocast == "bf16",
+            bf16=self.autocast == "bf16",
         )
 
     def step(self, batch: ReplayBatch) -> StepResult:
@@ -149,8 +152,8 @@ class Learner:
                 )
 
     def _autocast(self) -> torch.autocast:
-        """bfloat16 autocast of the unroll and loss when `learner_autocast` asks for it."""
-        enabled = self.cfg.learner_autocast == "bf16"
+        """bfloat16 autocast of the unroll and loss when `learner_autocast` resolved to it."""
+        enabled = self.autocast == "bf16"
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)
 
     def _set_lr(self) -> None:
