@@ -55,7 +55,7 @@ def test_the_traced_step_is_the_eager_step_and_follows_weight_loads(build):
     eager = NetworkSearch(net, 1, search_policy("puct"))
     torch.manual_seed(5)
     first = _steps(traced, net, 5)
-    assert traced.traced.graph is not None  # it was traced, not skipped
+    assert traced.traced.graph.graph is not None  # it was traced, not skipped
     torch.manual_seed(5)
     _assert_same_steps(first, _steps(eager, net, 5))
     net.load_state_dict(other.state_dict())  # as a collector loads a snapshot
@@ -177,4 +177,4 @@ def test_networks_with_caches_are_never_traced():
     state = net.initial_inference(torch.rand(2, 4)).latent
     with torch.no_grad():
         search._recurrent(state, np.zeros(2, dtype=np.int64))
-    assert search.traced.graph is None
+    assert search.traced.graph.graph is None

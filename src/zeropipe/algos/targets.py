@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from zeropipe.algos.graphs import FrozenGraph
 from zeropipe.algos.network_search import NetworkSearch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.buffer import ReanalysisBatch, ReplayBatch
@@ -25,6 +26,22 @@ _INFER_CHUNK = 4096
 
 
 _REANALYZE = ActingParams("reanalyze")
+
+
+class _Values(torch.nn.Module):
+    """Observations -> (the network's scalar values,), under bfloat16 autocast with `bf16`
+    (read out in float32): the bootstrap's forward pass, as one module to trace."""
+
+    def __init__(self, network: Network, bf16: bool) -> None:
+        super().__init__()
+        self.network = network
+        self.bf16 = bf16
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor]:
+        net = self.network
+        with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            out = net.initial_inference(obs)
+        return (logits_to_scalar(out.value_logits.float(), net.value_support),)
 
 
 @dataclass(frozen=True)
@@ -88,10 +105,17 @@ class TargetComputer:
         self.rng = np.random.default_rng(seed)
         self._search = NetworkSearch(target_network, frame_ndim, policy, device, inference)
         self.bf16 = bf16
+        self._values = _Values(target_network, bf16)
+        self._graph = FrozenGraph(
+            self._values, inference == "frozen", 1e-2 if bf16 else 1e-4, "the bootstrap values"
+        )
+        traceable = getattr(target_network, "TRACEABLE_STEP", False)
+        self._graph.enabled = bool(traceable) and inference in ("traced", "frozen")
 
     @torch.no_grad()
     def compute(self, batch: ReplayBatch) -> Targets:
         """Targets for one sampled batch."""
+        self._graph.begin()
         value = self._value_targets(batch)
         policy, sampled = batch.policy_targets, batch.root_sampled_actions
         writeback = None
@@ -106,15 +130,16 @@ class TargetComputer:
             sampled_actions=sampled,
         )
 
+    @torch.no_grad()
     def bootstrap_values(self, frames: np.ndarray) -> np.ndarray:
         """Target-network values of stacked frames [M, S, *frame] → [M] float32."""
         self.network.eval()
         values = np.empty(frames.shape[0], dtype=np.float32)
         for start in range(0, frames.shape[0], _INFER_CHUNK):
             chunk = stack_frames(frames[start : start + _INFER_CHUNK], self.frame_ndim)
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                out = self.network.initial_inference(to_tensor(chunk, self.device))
-            scalar = logits_to_scalar(out.value_logits.float(), self.network.value_support)
+            obs = to_tensor(chunk, self.device)
+            out = self._graph(obs)
+            scalar = out[0] if out is not None else self._values(obs)[0]
             values[start : start + chunk.shape[0]] = scalar.cpu().numpy()
         return values
 

@@ -103,14 +103,14 @@ class PolicyConfig(Section):
     )
     actor_inference: Literal["frozen", "traced", "eager"] = Field(
         "frozen",
-        description="How the search calls the network's step (collect, eval, reanalysis): "
-        "'traced', one TorchScript graph of the step, its reward and value (algos/"
-        "traced_step.py; networks without caches; it falls back to eager where tracing fails); "
-        "'frozen', the trace frozen while the weights stay put (parameters as constants, batch "
-        "norms folded into the layer before; it follows every weight change); 'eager', module "
-        "by module. The trace skips the per-op Python overhead that dominates small networks, "
-        "freezing its attribute reads and batch norms (CartPole MuZero search, B=8: README "
-        "'Inference'); frozen rounds differently from eager, within float32 precision.",
+        description="How the network runs where nothing is trained: the search's step "
+        "(collect, eval, reanalysis) and the learner's bootstrap values. 'traced': one "
+        "TorchScript graph (algos/graphs.py; networks without caches; eager where tracing "
+        "fails); 'frozen': that graph frozen while the weights stay put (parameters as "
+        "constants, batch norms folded into the layer before, weights cast once under "
+        "autocast; it follows every weight change); 'eager': module by module. The graph "
+        "skips the per-op Python overhead that dominates small networks (README 'Inference'); "
+        "frozen rounds differently from eager, within float32 (or bf16) precision.",
     )
     learner_num_threads: int | None = Field(
         None,
