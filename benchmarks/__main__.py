@@ -5,9 +5,10 @@ The run starts with a header naming the machine, the zeropipe version and commit
 
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
-`learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs
-against uninterrupted ones) and `neighbours` (the main job alone, beside a busy process, and two
-at once). They print the same header; their results are their own tables.
+`learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs against
+uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once) and
+`precision` (the Pong learner under float32 and its defaults). They print the same header; their
+results are their own tables.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from benchmarks import (
     bench_neighbours,
     bench_pipeline,
     bench_pong,
+    bench_precision,
     bench_resume,
     bench_search,
     bench_transport,
@@ -43,6 +45,7 @@ ON_REQUEST = {
     "learning": learning.main,
     "resume": bench_resume.main,
     "neighbours": bench_neighbours.main,
+    "precision": bench_precision.main,
 }
 
 
