@@ -52,12 +52,10 @@ class TrainStats:
         """Accumulate one step."""
         for key, value in metrics.items():
             self.sums[key] = self.sums.get(key, 0.0) + value
-            before = self.recent.get(key, value)
-            self.recent[key] = before + RECENT_WEIGHT * (value - before)
+            self.recent[key] = _ema(self.recent.get(key), value)
         self.count += 1
         self.busy_s += seconds
-        before_s = seconds if self.step_s is None else self.step_s
-        self.step_s = before_s + RECENT_WEIGHT * (seconds - before_s)
+        self.step_s = _ema(self.step_s, seconds)
 
     def flush(self) -> dict[str, float]:
         """Means since the last flush, plus learner steps per busy second; then reset."""
@@ -66,6 +64,11 @@ class TrainStats:
         out["learner_steps_per_busy_s"] = self.count / self.busy_s if self.busy_s > 0 else 0.0
         self.sums, self.count, self.busy_s = {}, 0, 0.0
         return out
+
+
+def _ema(before: float | None, value: float) -> float:
+    """The running average `recent` keeps, after `value` (the first value starts it)."""
+    return value if before is None else before + RECENT_WEIGHT * (value - before)
 
 
 class Trainer:
