@@ -42,4 +42,7 @@ def test_ctrl_c_on_the_ray_backend_shuts_down_cleanly(tmp_path: Path):
     left = subprocess.run(
         ["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True
     )
-    assert left.returncode != 0, left.stdout  # nothing of the run's own process group either
+    # nothing alive of the run's own process group either: an exited Ray worker whose parent
+    # has not reaped it yet (state Z, seen on a loaded machine) holds no resource but its pid
+    alive = [row for row in left.stdout.splitlines()[1:] if row.split()[1][0] != "Z"]
+    assert not alive, left.stdout
