@@ -20,7 +20,7 @@ from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
-from zeropipe.learner.precision import log_choice, resolve_autocast
+from zeropipe.learner.precision import resolve_autocast
 from zeropipe.models import Network
 
 
@@ -82,7 +82,6 @@ class Learner:
         self.needs_obs_seq = self.algorithm.family.needs_obs_seq(cfg)
         self.train_iter = 0
         self.autocast = resolve_autocast(cfg.learner_autocast, self.device)  # 'none' | 'bf16'
-        log_choice(cfg.learner_autocast, self.autocast)
         self.targets = TargetComputer(
             self.target_network,
             frame_ndim,

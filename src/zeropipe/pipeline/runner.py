@@ -24,6 +24,7 @@ import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.learner.learner import Learner
+from zeropipe.learner.precision import log_choice
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.progress import ProgressLine
@@ -79,6 +80,7 @@ def open_run(
     restored = loaded[1].get("learner_threads") if loaded is not None else None
     threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
     apply_threads(threads)
+    log_choice(cfg.policy.learner_autocast, comps.learner.autocast)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
