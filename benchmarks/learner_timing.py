@@ -1,0 +1,61 @@
+"""Learner steps/s of a config, variants interleaved on one buffer: a standalone script that runs
+against whichever zeropipe is importable (see search_timing.py), so that two commits can be timed
+against each other.
+
+    cd <a checkout> && PYTHONPATH=src python <this repo>/benchmarks/learner_timing.py \\
+        CONFIG ROUNDS STEPS NAME=OVERRIDE,OVERRIDE ...
+
+The real collector (2 simulations) fills a buffer past 2,500 transitions; each variant (NAME with
+its comma-separated `--set` overrides; `default=` for none) builds its own learner on that buffer,
+takes 3 warm-up steps, then STEPS timed steps per round, ROUNDS rounds in turn. THREADS (an
+environment variable, default 2) sets torch's threads. It prints each round and the medians.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+from zeropipe.config import load_config
+from zeropipe.pipeline.build import build_collector, build_driver
+from zeropipe.pipeline.training import Trainer
+
+
+def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
+    """Print steps/s per variant and round, then the medians."""
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    fill = build_driver(load_config(config))
+    collector = build_collector(load_config(config, ["policy.num_simulations=2"]))
+    while fill.buffer.num_transitions <= 2500:
+        fill.buffer.push(collector.collect(temperature=1.0, epsilon=0.0).segments)
+    collector.close()
+    trainers = {}
+    for variant in variants:
+        name, _, sets = variant.partition("=")
+        cfg = load_config(config, [s for s in sets.split(",") if s])
+        trainer = Trainer(build_driver(cfg).learner, fill.buffer, cfg.policy)
+        trainer.add_budget(10**9, envstep=10**9)
+        for _ in range(3):
+            trainer.step()
+        trainers[name] = trainer
+    rates: dict[str, list[float]] = {name: [] for name in trainers}
+    for _ in range(rounds):
+        for name, trainer in trainers.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                trainer.step()
+            rates[name].append(steps / (time.perf_counter() - start))
+        print(" ".join(f"{n} {v[-1]:.2f}" for n, v in rates.items()), flush=True)
+    print(
+        "median steps/s: " + ", ".join(f"{n} {statistics.median(v):.2f}" for n, v in rates.items())
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
