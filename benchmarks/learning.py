@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -247,11 +248,36 @@ def _threshold(config: str, overrides: list[str], given: float | None) -> float:
     return load_config(ROOT / config, overrides).env.stop_value
 
 
+RUN_DIR_NAME = re.compile(r"^(?P<stem>.+)_(?P<pipeline>sync|async)_seed(?P<seed>\d+)$")
+
+
+def _fill_defaults(args: argparse.Namespace) -> None:
+    """--configs, --seeds and --pipelines left out: with --judge-only, what the directory holds
+    (its run directories are named `<config stem>_<pipeline>_seed<seed>`); else the defaults."""
+    found = []
+    if args.judge_only is not None:
+        names = (RUN_DIR_NAME.match(p.name) for p in args.judge_only.iterdir() if p.is_dir())
+        found = [m for m in names if m and (ROOT / "configs" / f"{m['stem']}.yaml").is_file()]
+    if args.configs is None:
+        stems = sorted({m["stem"] for m in found})
+        args.configs = [f"configs/{s}.yaml" for s in stems] or list(DEFAULT_CONFIGS)
+    if args.seeds is None:
+        args.seeds = sorted({int(m["seed"]) for m in found}) or [0, 1, 2]
+    if args.pipelines is None:
+        held = {m["pipeline"] for m in found}
+        args.pipelines = [p for p in ("sync", "async") if p in held] or ["sync"]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks learning", description=__doc__)
-    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--pipelines", nargs="+", choices=("sync", "async"), default=["sync"])
+    parser.add_argument(
+        "--configs",
+        nargs="+",
+        help="default: the learning configs; with --judge-only, the "
+        "configs whose run directories are there (and so for --seeds and --pipelines)",
+    )
+    parser.add_argument("--seeds", nargs="+", type=int)
+    parser.add_argument("--pipelines", nargs="+", choices=("sync", "async"))
     parser.add_argument("--threshold", type=float, help="success threshold (default: stop_value)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning")
@@ -276,6 +302,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
+    _fill_defaults(args)
     out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
     specs = [
         RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.learning import Curve, RunSpec, format_table, judge, read_finished
+from benchmarks.learning import Curve, RunSpec, format_table, judge, main, read_finished
 
 
 def _curve(
@@ -81,3 +81,17 @@ def test_judge_only_reads_left_run_dirs_and_counts_unstopped_runs_as_failed(tmp_
     assert curves[0].envsteps == [1000, 2000] and curves[0].rewards == [100.0, 480.0]
     row = judge(curves, threshold=475)
     assert (row.successes, row.failed_runs) == (1, 1)
+
+
+def test_judge_only_without_configs_judges_what_the_directory_holds(tmp_path, capsys):
+    """Left out, --configs, --seeds and --pipelines are read from the run directories' names:
+    no row for a config that has no run there (it used to print 0/3 rows for the defaults)."""
+    for seed in (0, 1):
+        evals = [(1000, 100.0), (2000, 480.0)]
+        _write_run(tmp_path / f"cartpole_muzero_475_async_seed{seed}", evals, stopped=True)
+    (tmp_path / "not_a_run").mkdir()
+    main(["--judge-only", str(tmp_path), "--threshold", "475"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| cart")]
+    assert len(rows) == 1
+    cells = [cell.strip() for cell in rows[0].split("|")]
+    assert cells[1:4] == ["cartpole_muzero_475 (≥ 475)", "async", "2/2"]
