@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 
 import torch
 
-from zeropipe.config import load_config
-from zeropipe.pipeline.build import build_collector, build_driver
-from zeropipe.pipeline.training import Trainer
+from benchmarks.learner_timing import time_learners
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
@@ -32,29 +29,7 @@ VARIANTS = {
 def bench_precision(config: str, rounds: int, steps: int, threads: int) -> dict[str, list[float]]:
     """Learner steps/s per variant and round on one buffer."""
     torch.set_num_threads(threads)
-    fill = build_driver(load_config(ROOT / config))
-    collector = build_collector(load_config(ROOT / config, ["policy.num_simulations=2"]))
-    try:
-        while fill.buffer.num_transitions <= 2500:
-            fill.buffer.push(collector.collect(temperature=1.0, epsilon=0.0).segments)
-    finally:
-        collector.close()
-    trainers = {}
-    for name, overrides in VARIANTS.items():
-        cfg = load_config(ROOT / config, overrides)
-        trainer = Trainer(build_driver(cfg).learner, fill.buffer, cfg.policy)
-        trainer.add_budget(10**9, envstep=10**9)
-        for _ in range(3):  # warm-up: traces, freezes
-            trainer.step()
-        trainers[name] = trainer
-    rates: dict[str, list[float]] = {name: [] for name in trainers}
-    for _ in range(rounds):
-        for name, trainer in trainers.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                trainer.step()
-            rates[name].append(steps / (time.perf_counter() - start))
-    return rates
+    return time_learners(str(ROOT / config), VARIANTS, rounds, steps)
 
 
 def main(argv: list[str] | None = None) -> None:

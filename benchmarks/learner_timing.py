@@ -26,22 +26,24 @@ from zeropipe.pipeline.build import build_collector, build_driver
 from zeropipe.pipeline.training import Trainer
 
 
-def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
-    """Print steps/s per variant and round, then the medians."""
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+def time_learners(
+    config: str, variants: dict[str, list[str]], rounds: int, steps: int, report=None
+) -> dict[str, list[float]]:
+    """Learner steps/s per variant (name: `--set` overrides) and round, on one filled buffer;
+    `report(rates)` after each round."""
     fill = build_driver(load_config(config))
     collector = build_collector(load_config(config, ["policy.num_simulations=2"]))
-    while fill.buffer.num_transitions <= 2500:
-        fill.buffer.push(collector.collect(temperature=1.0, epsilon=0.0).segments)
-    collector.close()
+    try:
+        while fill.buffer.num_transitions <= 2500:
+            fill.buffer.push(collector.collect(temperature=1.0, epsilon=0.0).segments)
+    finally:
+        collector.close()
     trainers = {}
-    for variant in variants:
-        name, _, sets = variant.partition("=")
-        cfg = load_config(config, [s for s in sets.split(",") if s])
+    for name, overrides in variants.items():
+        cfg = load_config(config, overrides)
         trainer = Trainer(build_driver(cfg).learner, fill.buffer, cfg.policy)
         trainer.add_budget(10**9, envstep=10**9)
-        for _ in range(3):
+        for _ in range(3):  # warm-up: traces, freezes
             trainer.step()
         trainers[name] = trainer
     rates: dict[str, list[float]] = {name: [] for name in trainers}
@@ -51,10 +53,26 @@ def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
             for _ in range(steps):
                 trainer.step()
             rates[name].append(steps / (time.perf_counter() - start))
+        if report is not None:
+            report(rates)
+    return rates
+
+
+def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
+    """Print steps/s per variant and round, then the medians."""
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    named = {}
+    for variant in variants:
+        name, _, sets = variant.partition("=")
+        named[name] = [s for s in sets.split(",") if s]
+
+    def report(rates: dict[str, list[float]]) -> None:
         print(" ".join(f"{n} {v[-1]:.2f}" for n, v in rates.items()), flush=True)
-    print(
-        "median steps/s: " + ", ".join(f"{n} {statistics.median(v):.2f}" for n, v in rates.items())
-    )
+
+    rates = time_learners(config, named, rounds, steps, report)
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    print("median steps/s: " + ", ".join(f"{n} {m:.2f}" for n, m in medians.items()))
 
 
 if __name__ == "__main__":
