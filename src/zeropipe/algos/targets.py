@@ -104,7 +104,6 @@ class TargetComputer:
         self.device = torch.device(device)
         self.rng = np.random.default_rng(seed)
         self._search = NetworkSearch(target_network, frame_ndim, policy, device, inference)
-        self.bf16 = bf16
         self._values = _Values(target_network, bf16)
         self._graph = FrozenGraph(
             self._values, inference == "frozen", 1e-2 if bf16 else 1e-4, "the bootstrap values"
