@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -68,6 +69,45 @@ def _session_processes(sid: int) -> list[int]:
     return pids
 
 
+def _tracker_or_exiting(pid: int) -> bool:
+    """Whether `pid` is multiprocessing's resource tracker, or a process already in its exit.
+
+    The tracker is the one process of an embedding script that outlives it by design: it exits
+    when it reads EOF from the script's end of its pipe, a moment after the script (only the CLI
+    stops it first). An exiting process has released its memory, so its cmdline reads empty.
+    """
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return not cmdline or b"multiprocessing.resource_tracker" in cmdline
+
+
+def _left_after_exit(sid: int, grace: float = 10.0) -> list[str]:
+    """Processes of session `sid` still alive once the tracker had `grace` seconds to exit.
+
+    Any other process fails at once: a worker must be gone when the script's `stop` returns.
+    Waits on a pidfd (the kernel's exit notification), not by polling.
+    """
+    left = []
+    for pid in _session_processes(sid):
+        if _tracker_or_exiting(pid):
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                if select.select([fd], [], [], grace)[0]:
+                    continue
+            finally:
+                os.close(fd)
+        try:
+            left.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()!r}")
+        except OSError:
+            continue
+    return left
+
+
 def test_the_readme_has_python_blocks():
     assert len(BLOCKS) >= 2  # the two embedding examples
 
@@ -100,5 +140,5 @@ def test_a_readme_python_block_runs_as_written(tmp_path: Path, index: int):
     assert out.strip(), "the block prints its result"
     runs = list((tmp_path / "runs").glob("*/log/metrics.jsonl"))
     assert runs and all('"event": "stop"' in path.read_text() for path in runs)
-    assert _session_processes(proc.pid) == []
+    assert _left_after_exit(proc.pid) == []
     assert shm_blocks() <= before
