@@ -66,8 +66,7 @@ def play(grids: list[np.ndarray], env_seed: int) -> float:
     total = 0.0
     for t in range(STEPS):
         theta, speed = env.unwrapped.state
-        n = N_TORQUE
-        next_theta, next_speed, cost = dynamics(np.full(n, theta), np.full(n, speed), TORQUES)
+        next_theta, next_speed, cost = dynamics(theta, speed, TORQUES)
         torque = TORQUES[np.argmin(cost + interpolate(grids[t + 1], next_theta, next_speed))]
         total += float(env.step([torque])[1])
     env.close()

@@ -69,17 +69,21 @@ def _session_processes(sid: int) -> list[int]:
     return pids
 
 
-def _tracker_or_exiting(pid: int) -> bool:
-    """Whether `pid` is multiprocessing's resource tracker, or a process already in its exit.
+def _cmdline(pid: int) -> bytes | None:
+    """`pid`'s command line; None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+
+
+def _tracker_or_exiting(cmdline: bytes | None) -> bool:
+    """Whether a process is multiprocessing's resource tracker, or already in its exit.
 
     The tracker is the one process of an embedding script that outlives it by design: it exits
     when it reads EOF from the script's end of its pipe, a moment after the script (only the CLI
     stops it first). An exiting process has released its memory, so its cmdline reads empty.
     """
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
     return not cmdline or b"multiprocessing.resource_tracker" in cmdline
 
 
@@ -91,7 +95,7 @@ def _left_after_exit(sid: int, grace: float = 10.0) -> list[str]:
     """
     left = []
     for pid in _session_processes(sid):
-        if _tracker_or_exiting(pid):
+        if _tracker_or_exiting(_cmdline(pid)):
             try:
                 fd = os.pidfd_open(pid)
             except ProcessLookupError:
@@ -101,10 +105,9 @@ def _left_after_exit(sid: int, grace: float = 10.0) -> list[str]:
                     continue
             finally:
                 os.close(fd)
-        try:
-            left.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()!r}")
-        except OSError:
-            continue
+        cmdline = _cmdline(pid)
+        if cmdline is not None:
+            left.append(f"{pid}: {cmdline!r}")
     return left
 
 
