@@ -7,7 +7,9 @@ it, the best and final eval, and the largest drop after the first success (how f
 below the best eval seen before it, once the threshold was reached); with `--hold-envsteps N`
 (runs continued past success: set the stop value out of reach) also the lowest eval in the N env
 steps after the first success, "n/c" where a run stopped before N. It writes the table as JSON
-and the curves as one PNG (mean with a min–max band per config and pipeline). `--judge-only DIR`
+and the curves as one PNG (mean with a min–max band per config and pipeline); with both pipelines
+it also prints async's env steps over sync's pooled over the configs, with a bootstrap interval
+(`benchmarks.learning_stats`). `--judge-only DIR`
 trains nothing: it judges the run directories an earlier invocation left in DIR (an interrupted
 set: a run without a "stop" record counts as failed) and writes the table and PNG there.
 """
@@ -27,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.learning_grid import plot_grid
+from benchmarks.learning_stats import format_pooled, pooled_async_ratio
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
@@ -320,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(judge(group, threshold, args.hold_envsteps))
     table = format_table(rows)
     print(table)
+    if {"sync", "async"} <= set(args.pipelines):
+        print(format_pooled(pooled_async_ratio(rows)))
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
     plot_grid(curves, thresholds, out / "learning_grid.png")

@@ -1,0 +1,101 @@
+"""Async against sync over every config of a learning run: one pooled ratio and its uncertainty.
+
+Runs in: the learning benchmark's process. At three seeds one config's async/sync ratio of
+median env steps to threshold is mostly seed noise: issue 23's CartPole matrix, rerun with only
+the learner's rounding changed, moved efficientzero's from 1.09 to 2.16 and gumbel_muzero's
+from 1.28 to 0.43. So the judgement pools the configs: the geometric mean over configs of
+async's geometric-mean env steps over sync's, with a percentile bootstrap interval (seeds
+resampled within each config and pipeline), and the seeds per pipeline that one config's ratio
+would need for a 95% interval of ±25% at the spread seen. Only successful seeds count, as in
+the table's per-config ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+Z95 = 1.96
+TOLERANCE = 1.25  # issue 23: async within 25% of sync
+
+
+@dataclass(frozen=True)
+class PooledRatio:
+    """Async over sync env steps to threshold, pooled over configs."""
+
+    configs: int  # configs with a success in both pipelines
+    ratio: float
+    low: float  # 95% bootstrap interval
+    high: float
+    log_sd: float  # spread of ln(env steps) within a config and pipeline (nan: no repeats)
+    seeds_needed: int | None  # per pipeline, for one config's ratio to ±25% (None: unknown)
+
+
+def pooled_async_ratio(rows, draws: int = 10_000, seed: int = 0) -> PooledRatio | None:
+    """The pooled ratio of the judged rows (`benchmarks.learning.Row`), or None when no config
+    has a success in both pipelines."""
+    pairs = _pairs(rows)
+    if not pairs:
+        return None
+    point = float(np.mean([a.mean() - s.mean() for s, a in pairs]))
+    rng = np.random.default_rng(seed)
+    boots = np.zeros(draws)
+    for s, a in pairs:
+        boots += _resampled_means(a, draws, rng) - _resampled_means(s, draws, rng)
+    low, high = np.quantile(boots / len(pairs), [0.025, 0.975])
+    log_sd = _pooled_sd([arm for pair in pairs for arm in pair])
+    return PooledRatio(
+        configs=len(pairs),
+        ratio=math.exp(point),
+        low=math.exp(float(low)),
+        high=math.exp(float(high)),
+        log_sd=log_sd,
+        seeds_needed=seeds_for_tolerance(log_sd),
+    )
+
+
+def seeds_for_tolerance(log_sd: float, tolerance: float = TOLERANCE) -> int | None:
+    """Seeds per pipeline for the 95% interval of ln(async/sync), two independent means of
+    ln(env steps) with spread `log_sd` each, to be ±ln(tolerance)."""
+    if math.isnan(log_sd):
+        return None
+    return max(2, math.ceil(2 * (Z95 * log_sd / math.log(tolerance)) ** 2))
+
+
+def format_pooled(pooled: PooledRatio | None) -> str:
+    """One line for the benchmark's output."""
+    if pooled is None:
+        return "pooled async / sync: no config has a success in both pipelines"
+    need = "unknown" if pooled.seeds_needed is None else f"~{pooled.seeds_needed}"
+    return (
+        f"pooled async / sync env steps to threshold over {pooled.configs} configs "
+        f"(geometric means, successes only): {pooled.ratio:.2f}, 95% bootstrap interval "
+        f"[{pooled.low:.2f}, {pooled.high:.2f}]; spread of ln(env steps) within a config and "
+        f"pipeline {pooled.log_sd:.2f}, so one config's ratio to ±25% needs {need} seeds per "
+        "pipeline"
+    )
+
+
+def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(sync, async) ln(env steps to threshold) per config with successes in both."""
+    by_config: dict[str, dict[str, np.ndarray]] = {}
+    for row in rows:
+        if row.envsteps_to_threshold:
+            logs = np.log(np.asarray(row.envsteps_to_threshold, dtype=float))
+            by_config.setdefault(row.config, {})[row.pipeline] = logs
+    return [(d["sync"], d["async"]) for d in by_config.values() if {"sync", "async"} <= d.keys()]
+
+
+def _resampled_means(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    return rng.choice(values, size=(draws, len(values))).mean(axis=1)
+
+
+def _pooled_sd(arms: list[np.ndarray]) -> float:
+    """Within-arm standard deviation pooled over the arms with two or more values."""
+    repeated = [arm for arm in arms if len(arm) >= 2]
+    if not repeated:
+        return math.nan
+    squares = sum(float(((arm - arm.mean()) ** 2).sum()) for arm in repeated)
+    return math.sqrt(squares / sum(len(arm) - 1 for arm in repeated))
