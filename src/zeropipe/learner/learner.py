@@ -20,6 +20,7 @@ from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
+from zeropipe.learner.mode_check import ModeCheck
 from zeropipe.learner.precision import resolve_autocast
 from zeropipe.models import Network
 
@@ -93,6 +94,7 @@ class Learner:
             inference=cfg.actor_inference,
             bf16=self.autocast == "bf16",
         )
+        self.mode_check = ModeCheck(self.network)
 
     def step(self, batch: ReplayBatch) -> StepResult:
         """One optimisation step on a sampled batch."""
@@ -120,6 +122,7 @@ class Learner:
         self.optimizer.step()
         self.train_iter += 1
         self._update_target()
+        self.mode_check.after_step(self.network, inputs.root_obs, self.train_iter)
         priorities = (loss.root_value.float() - targets.value[:, 0]).abs().cpu().numpy() + 1e-6
         metrics = {name: float(v) for name, v in loss.terms.items()}
         metrics.update(
