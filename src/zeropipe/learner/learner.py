@@ -2,7 +2,9 @@
 
 Runs in: driver. `Learner.step(batch)` computes targets with the target network, the K-step
 unroll loss weighted per sample by the PER importance weights, clips and applies the gradient,
-updates the target network, and returns metrics and new priorities.
+updates the target network, and returns metrics and new priorities. Every 500 steps it checks
+that the network in eval mode (what acts and bootstraps) still computes the trained one
+(`mode_check`: BatchNorm's running statistics).
 """
 
 from __future__ import annotations

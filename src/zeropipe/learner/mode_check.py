@@ -45,6 +45,8 @@ def value_mode_gap(network: torch.nn.Module, obs: torch.Tensor) -> float:
     was_training = network.training
     buffers = {name: b.clone() for name, b in network.named_buffers()}
     rng = torch.get_rng_state()
+    # dropout on a GPU draws from that device's generator (not testable on a CPU-only machine)
+    cuda_rng = torch.cuda.get_rng_state(obs.device) if obs.device.type == "cuda" else None
     try:
         values = []
         for train in (True, False):
@@ -55,6 +57,8 @@ def value_mode_gap(network: torch.nn.Module, obs: torch.Tensor) -> float:
         for name, b in network.named_buffers():
             b.copy_(buffers[name])
         torch.set_rng_state(rng)
+        if cuda_rng is not None:
+            torch.cuda.set_rng_state(cuda_rng, obs.device)
         network.train(was_training)
     trained, acting = values
     return float((trained - acting).abs().mean() / (trained.abs().mean() + 1e-3))
