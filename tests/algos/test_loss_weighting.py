@@ -56,6 +56,9 @@ class LinearNet(nn.Module):
     def recurrent_inference(self, latent: torch.Tensor, action: torch.Tensor) -> NetworkOutput:
         return self._out(latent, self.rho.expand(latent.shape[0], S))
 
+    def root_latent(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.initial_inference(obs).latent
+
     def project(self, latent: torch.Tensor, with_grad: bool) -> torch.Tensor:
         return latent + C
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
 
-from zeropipe.config import ConfigError, ProjectionModelConfig
-from zeropipe.models import MuZeroNetwork, NetworkOutput, logits_to_scalar
+from zeropipe.config import ConfigError, ProjectionModelConfig, ValuePrefixConfig
+from zeropipe.models import EfficientZeroNetwork, MuZeroNetwork, NetworkOutput, logits_to_scalar
 
 SMALL_SIZES = {
     "latent_dim": 16,
@@ -187,3 +189,32 @@ def test_supports_follow_the_network_and_stay_out_of_checkpoints() -> None:
     assert net.value_support.atoms.dtype == torch.float64
     out = net.initial_inference(torch.randn(2, 4, dtype=torch.float64))
     assert out.value_logits.dtype == torch.float64
+
+
+@pytest.mark.parametrize("norm_type", ["BN", "LN"])
+@pytest.mark.parametrize("family", ["muzero", "efficientzero"])
+def test_root_latent_is_the_roots_latent_and_runs_the_heads_only_for_their_statistics(
+    norm_type: str, family: str
+) -> None:
+    """The SSL target branch's `root_latent`: `initial_inference(obs).latent` exactly, with the
+    same running statistics after it; the prediction heads run only when they hold BatchNorm."""
+    torch.manual_seed(0)
+    cfg = small(kind="conv", norm_type=norm_type)
+    if family == "muzero":
+        full = MuZeroNetwork((2, 8, 8), 3, cfg)
+    else:
+        full = EfficientZeroNetwork((2, 8, 8), 3, cfg, ValuePrefixConfig(lstm_hidden_size=4))
+    alone = copy.deepcopy(full)
+    head_calls = []
+    alone.prediction.register_forward_hook(lambda *_: head_calls.append(1))
+    obs = torch.rand(6, 2, 8, 8)
+    with torch.no_grad():
+        expected = full.train().initial_inference(obs).latent
+        latent = alone.train().root_latent(obs)
+    assert torch.equal(latent, expected)
+    for (name, a), b in zip(full.state_dict().items(), alone.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    assert len(head_calls) == (1 if norm_type == "BN" else 0)
+    with torch.no_grad():  # eval mode: no statistics move, so the heads never run
+        assert torch.equal(alone.eval().root_latent(obs), full.eval().initial_inference(obs).latent)
+    assert len(head_calls) == (1 if norm_type == "BN" else 0)

@@ -182,7 +182,7 @@ def consistency(net: MuZeroNetwork, latent: torch.Tensor, obs: torch.Tensor) -> 
     """SSL consistency of predicted latents [B, *latent] with the encoded observations
     [B, *input]: −cos(project(latent, with grad), project(h(obs)) without grad) → [B]."""
     with torch.no_grad():
-        target = net.project(net.initial_inference(obs).latent, with_grad=False)
+        target = net.project(net.root_latent(obs), with_grad=False)
     return negative_cosine(net.project(latent, with_grad=True), target)
 
 

@@ -11,8 +11,6 @@ its learner's `(k+1) % lstm_horizon_len == 0`) — the same rule in the search a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 from torch import Tensor, nn
 
@@ -62,10 +60,10 @@ class EfficientZeroNetwork(MuZeroNetwork):
             self.latent_shape, self.reward_support.size, self.lstm_hidden_size, cfg
         )
 
-    def initial_inference(self, obs: Tensor) -> NetworkOutput:
-        """h then f; the latent is the packed root state [B, E + 2H + 2] (zero LSTM, prefix 0)."""
-        out = super().initial_inference(obs)
-        return replace(out, latent=self.layout.root(out.latent))
+    def _root_state(self, latent: Tensor) -> Tensor:
+        """The packed root state [B, E + 2H + 2] (zero LSTM, prefix 0): `initial_inference`'s
+        latent."""
+        return self.layout.root(latent)
 
     def recurrent_inference(self, latent: Tensor, action: Tensor) -> NetworkOutput:
         """One step of g and f from packed states.
