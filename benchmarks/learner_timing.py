@@ -9,6 +9,12 @@ The real collector (2 simulations) fills a buffer past 2,500 transitions; each v
 its comma-separated `--set` overrides; `default=` for none) builds its own learner on that buffer,
 takes 3 warm-up steps, then STEPS timed steps per round, ROUNDS rounds in turn. THREADS (an
 environment variable, default 2) sets torch's threads. It prints each round and the medians.
+
+    PYTHONPATH=src python <this repo>/benchmarks/learner_timing.py --serve CONFIG
+
+builds one learner with the checkout's defaults the same way, prints `ready`, then for each line N
+read from stdin runs N steps and prints their steps/s: `benchmarks/learner_ab.py` drives two such
+processes, one per checkout, in alternating rounds.
 """
 
 from __future__ import annotations
@@ -31,6 +37,18 @@ def time_learners(
 ) -> dict[str, list[float]]:
     """Learner steps/s per variant (name: `--set` overrides) and round, on one filled buffer;
     `report(rates)` after each round."""
+    trainers = _trainers(config, variants)
+    rates: dict[str, list[float]] = {name: [] for name in trainers}
+    for _ in range(rounds):
+        for name, trainer in trainers.items():
+            rates[name].append(_rate(trainer, steps))
+        if report is not None:
+            report(rates)
+    return rates
+
+
+def _trainers(config: str, variants: dict[str, list[str]]) -> dict[str, Trainer]:
+    """One warmed-up trainer per variant, all on one buffer the real collector filled."""
     fill = build_driver(load_config(config))
     collector = build_collector(load_config(config, ["policy.num_simulations=2"]))
     try:
@@ -46,22 +64,26 @@ def time_learners(
         for _ in range(3):  # warm-up: traces, freezes
             trainer.step()
         trainers[name] = trainer
-    rates: dict[str, list[float]] = {name: [] for name in trainers}
-    for _ in range(rounds):
-        for name, trainer in trainers.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                trainer.step()
-            rates[name].append(steps / (time.perf_counter() - start))
-        if report is not None:
-            report(rates)
-    return rates
+    return trainers
+
+
+def _rate(trainer: Trainer, steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+    return steps / (time.perf_counter() - start)
+
+
+def serve(config: str) -> None:
+    """Print `ready`, then the steps/s of N steps for each line N on stdin, until it closes."""
+    trainer = _trainers(config, {"default": []})["default"]
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(f"{_rate(trainer, int(line)):.4f}", flush=True)
 
 
 def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
     """Print steps/s per variant and round, then the medians."""
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
     named = {}
     for variant in variants:
         name, _, sets = variant.partition("=")
@@ -76,4 +98,9 @@ def main(config: str, rounds: int, steps: int, variants: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2])
+    else:
+        main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
