@@ -21,17 +21,13 @@ import logging
 
 import torch
 
+from zeropipe.models.blocks import has_batch_norm
 from zeropipe.models.support import logits_to_scalar
 
 log = logging.getLogger(__name__)
 
 CHECK_EVERY = 500  # learner steps
 WARN_GAP = 0.5  # mean |v_train - v_eval| over mean |v_train|
-
-
-def has_batch_norm(network: torch.nn.Module) -> bool:
-    """Whether any layer keeps running statistics (BatchNorm1d/2d)."""
-    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in network.modules())
 
 
 @torch.no_grad()

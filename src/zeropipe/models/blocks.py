@@ -13,6 +13,11 @@ from torch import Tensor, nn
 NormType = Literal["BN", "LN"]
 
 
+def has_batch_norm(module: nn.Module) -> bool:
+    """Whether any layer of `module` keeps running statistics (BatchNorm1d/2d)."""
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
+
+
 def norm_1d(dim: int, norm_type: NormType) -> nn.Module:
     """BatchNorm1d or LayerNorm over a feature vector.
 

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from zeropipe.config import ModelConfig
+from zeropipe.models.blocks import has_batch_norm
 from zeropipe.models.dynamics import build_dynamics
 from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.heads import Prediction, build_head
@@ -110,9 +111,7 @@ class MuZeroNetwork(nn.Module):
             self.latent_shape, action_space_size, self.value_support.size, cfg
         )
         self.projection = Projection(self.latent_shape, cfg) if with_projection else None
-        self._heads_batch_norm = any(
-            isinstance(m, nn.modules.batchnorm._BatchNorm) for m in self.prediction.modules()
-        )
+        self._heads_batch_norm = has_batch_norm(self.prediction)
         zero_reward = scalar_to_two_hot(torch.zeros(()), self.reward_support)  # [S_r]
         self.register_buffer(
             "_initial_reward_logits", zero_reward.log().clamp_min(_LOG_ZERO), persistent=False
