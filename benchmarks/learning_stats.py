@@ -68,13 +68,18 @@ def format_pooled(pooled: PooledRatio | None) -> str:
     """One line for the benchmark's output."""
     if pooled is None:
         return "pooled async / sync: no config has a success in both pipelines"
-    need = "unknown" if pooled.seeds_needed is None else f"~{pooled.seeds_needed}"
-    return (
+    head = (
         f"pooled async / sync env steps to threshold over {pooled.configs} configs "
-        f"(geometric means, successes only): {pooled.ratio:.2f}, 95% bootstrap interval "
-        f"[{pooled.low:.2f}, {pooled.high:.2f}]; spread of ln(env steps) within a config and "
-        f"pipeline {pooled.log_sd:.2f}, so one config's ratio to ±25% needs {need} seeds per "
-        "pipeline"
+        f"(geometric means, successes only): {pooled.ratio:.2f}"
+    )
+    if pooled.seeds_needed is None:
+        # one success per pipeline in every config: the bootstrap has nothing to resample, and a
+        # zero-width interval would read as certainty
+        return f"{head}; one success per pipeline in each config: no interval, no spread"
+    return (
+        f"{head}, 95% bootstrap interval [{pooled.low:.2f}, {pooled.high:.2f}]; spread of "
+        f"ln(env steps) within a config and pipeline {pooled.log_sd:.2f}, so one config's "
+        f"ratio to ±25% needs ~{pooled.seeds_needed} seeds per pipeline"
     )
 
 

@@ -38,6 +38,8 @@ def test_the_spread_and_the_seeds_it_needs():
     assert pooled.seeds_needed == 149
     assert seeds_for_tolerance(0.0) == 2
     assert seeds_for_tolerance(math.nan) is None
+    assert "interval [1.00, 1.00]" not in format_pooled(pooled)
+    assert "needs ~149 seeds per pipeline" in format_pooled(pooled)
 
 
 def test_configs_without_a_success_in_both_pipelines_are_left_out():
@@ -50,6 +52,8 @@ def test_configs_without_a_success_in_both_pipelines_are_left_out():
     pooled = pooled_async_ratio(rows)
     assert (pooled.configs, pooled.low, pooled.high) == (1, pytest.approx(3.0), pytest.approx(3.0))
     assert pooled.seeds_needed is None  # one seed per arm: no spread to go on
-    assert "unknown seeds" in format_pooled(pooled)
+    line = format_pooled(pooled)
+    assert "3.00; one success per pipeline in each config: no interval" in line
+    assert "interval [" not in line
     assert pooled_async_ratio(rows[2:]) is None
     assert "no config has a success in both" in format_pooled(None)
