@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import imageio.v3 as iio
+import numpy as np
 import pytest
 import torch
 
@@ -170,3 +171,27 @@ def test_eval_gives_an_older_runs_config_the_behaviour_it_trained_with(
     assert "eval: policy.loss_weighting is not in the run's config.yaml" in proc.stderr
     assert "'appendix_g', the behaviour the run started with" in proc.stderr
     assert printed_returns(proc.stdout) == best_eval(cartpole_run)["episode_returns"]
+
+
+@pytest.mark.timeout(120)
+def test_a_continuous_episode_is_recorded_and_replays_to_its_score(tmp_path: Path):
+    # Pendulum's actions are [D] float rows: the recorder once took int() of them and raised
+    from zeropipe.cli.video import FirstEpisodeRecorder, render_episode
+    from zeropipe.config import EnvConfig
+    from zeropipe.envs import EnvBatch
+
+    cfg = EnvConfig(env_id="Pendulum-v1", evaluator_env_num=2, n_evaluator_episode=2)
+    envs = FirstEpisodeRecorder(EnvBatch(cfg, 2, "eval", seed=11))
+    rng = np.random.default_rng(0)
+    try:
+        envs.reset()
+        while envs.episode_return is None:
+            envs.step(rng.uniform(-1.0, 1.0, size=(2, 1)).astype(np.float32))  # normalised
+    finally:
+        envs.close()
+    assert len(envs.actions) == 200 and envs.actions[0].shape == (1,)
+    # distinct torques were kept, not one buffer seen 200 times
+    assert len({float(a[0]) for a in envs.actions}) == 200
+    frames, replayed = render_episode(cfg, 11, envs.actions)
+    assert replayed == pytest.approx(envs.episode_return, rel=1e-6)
+    assert len(frames) == 201

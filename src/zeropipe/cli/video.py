@@ -38,7 +38,7 @@ class FirstEpisodeRecorder:
 
     def __init__(self, envs: EnvBatch) -> None:
         self._envs = envs
-        self.actions: list[int] = []
+        self.actions: list[Any] = []  # an int (discrete) or a float array (continuous) each
         self.episode_return: float | None = None
         self._recording = False
 
@@ -56,7 +56,10 @@ class FirstEpisodeRecorder:
         """Step every env; note env 0's action while its first game lasts."""
         out = self._envs.step(actions)
         if self._recording:
-            self.actions.append(int(actions[0]))
+            # a copy: the caller may reuse its action buffer. Discrete actions stay ints; a
+            # continuous env's row ([D] floats) is kept whole (`int()` of it raised TypeError)
+            first = np.array(actions[0], copy=True)
+            self.actions.append(int(first) if first.ndim == 0 else first)
             if 0 in out.episode_returns:
                 self.episode_return = out.episode_returns[0]
                 self._recording = False
@@ -76,7 +79,7 @@ def _headless() -> None:
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
 
-def render_episode(cfg: EnvConfig, seed: int, actions: list[int]) -> tuple[list[np.ndarray], float]:
+def render_episode(cfg: EnvConfig, seed: int, actions: list[Any]) -> tuple[list[np.ndarray], float]:
     """Replay `actions` from a game seeded `seed` and render every step.
 
     Args:
