@@ -18,13 +18,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import torch
 
 from zeropipe.cli.evaluation import load_checkpoint_weights
 from zeropipe.cli.video import FirstEpisodeRecorder
 from zeropipe.config import load_config
+from zeropipe.envs.registry import make_game
 from zeropipe.mcts.policies import ActingParams
 from zeropipe.models.support import logits_to_scalar
 from zeropipe.pipeline.build import build_evaluator
@@ -40,21 +40,23 @@ def first_episode(evaluator) -> tuple[list[np.ndarray], float]:
     return recorder.actions, recorder.episode_return
 
 
-def print_trajectory(env_id: str, seed: int, actions: list[np.ndarray]) -> np.ndarray:
-    """Replay env 0's actions on a game seeded as env 0 was; return its first observation."""
-    env = gym.make(env_id)
-    obs, _ = env.reset(seed=seed)
-    first = obs.copy()
-    total = 0.0
-    for t, action in enumerate(actions):
-        torque = float(np.asarray(action).ravel()[0])
-        if t % 5 == 0:
-            theta = np.arctan2(obs[1], obs[0])
-            state = f"θ {theta:+.2f}  θ̇ {obs[2]:+.2f}"
-            print(f"  t {t:3d}  {state}  torque {torque:+.2f}  return {total:7.1f}")
-        obs, reward, *_ = env.step(np.array([2.0 * torque], dtype=np.float32))  # [-1, 1] -> Nm
-        total += float(reward)
-    env.close()
+def print_trajectory(env_cfg, seed: int, actions: list[np.ndarray]) -> np.ndarray:
+    """Replay env 0's actions on a game made and seeded as env 0 was (`make_game` scales the
+    normalised torques to the env's bounds); return its first observation."""
+    game, _ = make_game(env_cfg, "eval")
+    try:
+        obs, _ = game.reset(seed)
+        first = obs.copy()
+        total = 0.0
+        for t, action in enumerate(actions):
+            if t % 5 == 0:
+                theta = np.arctan2(obs[1], obs[0])
+                state = f"θ {theta:+.2f}  θ̇ {obs[2]:+.2f}"
+                print(f"  t {t:3d}  {state}  torque {float(action[0]):+.2f}  return {total:7.1f}")
+            step = game.step(action)
+            obs, total = step.frame, total + step.raw_reward
+    finally:
+        game.close()
     print(f"  replayed return {total:.1f}")
     return first
 
@@ -75,8 +77,8 @@ def print_root_visits(evaluator, obs: np.ndarray) -> None:
     rng = np.random.default_rng(0)
     frames = obs[None, None].astype(np.float32)  # [B=1, stack=1, 3]
     mask = np.ones((1, 1), dtype=bool)
-    out = evaluator.search.search(frames, mask, evaluator.search_cfg, rng, ActingParams("eval"))
-    out = out.output
+    result = evaluator.search.search(frames, mask, evaluator.search_cfg, rng, ActingParams("eval"))
+    out = result.output
     actions = out.sampled_actions[0, :, 0]
     for k in np.argsort(actions):
         visits, q = out.visit_counts[0, k], out.q_values[0, k]
@@ -97,7 +99,7 @@ def main(checkpoint: Path) -> None:
         print(
             f"env 0's first eval episode (eval seed {evaluator.seed}): return {episode_return:.1f}"
         )
-        obs = print_trajectory(cfg.env.env_id, evaluator.seed, actions)
+        obs = print_trajectory(cfg.env, evaluator.seed, actions)
         network = evaluator.search.network.eval()
         print("one-step Q at its first state")
         print_one_step_q(network, obs, cfg.policy.discount_factor)

@@ -174,7 +174,7 @@ def test_eval_gives_an_older_runs_config_the_behaviour_it_trained_with(
 
 
 @pytest.mark.timeout(120)
-def test_a_continuous_episode_is_recorded_and_replays_to_its_score(tmp_path: Path):
+def test_a_continuous_episode_is_recorded_and_replays_to_its_score():
     # Pendulum's actions are [D] float rows: the recorder once took int() of them and raised
     from zeropipe.cli.video import FirstEpisodeRecorder, render_episode
     from zeropipe.config import EnvConfig
