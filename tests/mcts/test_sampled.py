@@ -292,3 +292,51 @@ def test_collect_with_the_density_prior_draws_root_noise(monkeypatch) -> None:
     )
     ((valid, alpha),) = calls
     assert valid.shape == (4, cfg.num_sampled_actions) and alpha == 0.7
+
+
+@pytest.mark.parametrize("prior", ["density", "uniform"])
+def test_completed_q_target_matches_a_hand_computation(prior: str) -> None:
+    # Danihelka et al. 2022 eq. 8, 11 and 33 with the slots equally weighted as the prior: a
+    # visited slot's Q is its reward −(a − 0.5)² (every later value is 0); an unvisited slot's
+    # is the mixed value (v + ΣN · Σ_visited p·q / Σ_visited p) / (ΣN + 1), v = 0 the root's
+    # network value and p the tree's prior term; σ = (50 + max N) · 0.1 · (q − min) / (max −
+    # min); the target is softmax(σ) over the slots.
+    roots = make_roots(3, 2, logits=np.array([0.0, 1.0]))
+    cfg = SearchConfig(
+        num_simulations=4,
+        discount=0.997,
+        num_sampled_actions=6,
+        sampled_prior=prior,
+        continuous_actions=True,
+        sampled_policy_target="completed_q",
+    )
+    out = search_policy("sampled")(
+        roots, GaussianBandit(), cfg, np.random.default_rng(0), ActingParams("eval")
+    )
+    a = out.sampled_actions[..., 0].astype(np.float32)
+    n = out.visit_counts.astype(np.float64)  # [B, K]
+    q = (-((a - np.float32(0.5)) ** 2)).astype(np.float64)
+    visited = n > 0
+    assert (~visited).any(axis=1).all()  # 4 simulations over 6 slots: the mixed value is used
+    if prior == "density":
+        u = np.arctanh(a.astype(np.float64))
+        p = np.exp(-0.5 * u**2) / (1 - a.astype(np.float64) ** 2)  # tanh-N(0, 1), unnormalised
+    else:
+        p = np.ones_like(n)
+    p = np.where(visited, p, 0.0)
+    mixed = n.sum(axis=1) * (p * q).sum(axis=1) / p.sum(axis=1) / (n.sum(axis=1) + 1)
+    completed = np.where(visited, q, mixed[:, None])
+    low = completed.min(axis=1, keepdims=True)
+    span = completed.max(axis=1, keepdims=True) - low
+    sigma = (50 + n.max(axis=1, keepdims=True)) * 0.1 * (completed - low) / span
+    want = np.exp(sigma - sigma.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out.policy_target, want, rtol=1e-4, atol=1e-7)
+    best = np.argmax(np.where(visited, q, -np.inf), axis=1)  # the best visited sample...
+    on_visited = np.where(visited, out.policy_target, -1.0)
+    np.testing.assert_array_equal(np.argmax(on_visited, axis=1), best)  # ...has most mass
+
+
+def test_an_unknown_sampled_policy_target_is_refused() -> None:
+    with pytest.raises(ValueError, match="sampled_policy_target must be 'visits' or"):
+        SearchConfig(num_simulations=4, discount=0.997, sampled_policy_target="q")
