@@ -8,7 +8,7 @@ CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install train test lint format bench bench-learning bench-gpu clean
+.PHONY: install train test test-all lint format bench bench-learning bench-gpu clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ install: $(STAMP)
 train: $(STAMP)
 	$(VENV)/bin/zeropipe train $(CONFIG)
 
+# The fast path (CI's): every test not marked slow. test-all adds the slow end-to-end tests
+# (every type in both pipelines, Ray faults, the long Atari traces); about twice as long.
 test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

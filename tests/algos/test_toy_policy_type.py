@@ -78,6 +78,7 @@ def test_the_toy_type_trains_sync(tmp_path):
     assert train and all(e["toy_loss_scale"] == 0.25 for e in train)
 
 
+@pytest.mark.slow  # the fast path: it trains sync; other types train async there
 @pytest.mark.timeout(300)
 @pytest.mark.usefixtures("no_leaks")
 async def test_the_toy_type_trains_async(tmp_path):

@@ -164,6 +164,7 @@ def test_async_options_that_cannot_be_honoured(tiny_config: Path, override: str,
     assert needle in proc.stderr and not (tiny_config.parent / "run").exists()
 
 
+@pytest.mark.slow  # the fast path: test_resume_equals_uninterrupted (the same evals and losses)
 @pytest.mark.timeout(300)
 def test_resume_continues_learner_buffer_and_counters(tiny_config: Path):
     first = run_cli("train", str(tiny_config), "--quiet", cwd=tiny_config.parent)

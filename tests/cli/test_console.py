@@ -17,7 +17,13 @@ def test_version(tmp_path: Path):
     assert done.returncode == 0 and done.stdout.startswith("zeropipe 0.")
 
 
-@pytest.mark.parametrize("pipeline", [[], ["--async-pipeline"]], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    "pipeline",  # the sync console is the same code; async has the most lines to silence
+    [
+        pytest.param([], id="sync", marks=pytest.mark.slow),
+        pytest.param(["--async-pipeline"], id="async"),
+    ],
+)
 def test_quiet_leaves_only_the_stopped_line(tmp_path: Path, pipeline: list[str]):
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
     done = run_cli("train", "tiny.yaml", "--quiet", *pipeline, cwd=tmp_path)

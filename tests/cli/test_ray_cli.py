@@ -17,6 +17,7 @@ from tests.cli.test_run_recovery import start, wait_for
 pytest.importorskip("ray", reason="the ray extra is not installed")
 
 
+@pytest.mark.slow  # the fast path: test_cli's Ctrl-C on the process backend, a short Ray run
 @pytest.mark.timeout(300)
 @pytest.mark.usefixtures("no_ray_leaks")
 def test_ctrl_c_on_the_ray_backend_shuts_down_cleanly(tmp_path: Path):

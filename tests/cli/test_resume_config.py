@@ -4,6 +4,7 @@ a checkpoint's weights. Through the real CLI."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,14 +17,20 @@ from zeropipe.pipeline.checkpoint_format import read_checkpoint
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 
 
-@pytest.fixture
-def stopped_run(tmp_path: Path) -> Path:
-    """A finished tiny run started with two settings that differ from its YAML file."""
-    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
-    first = run_cli(
-        "train", "tiny.yaml", "--quiet", "--set", "policy.num_simulations=3", cwd=tmp_path
-    )
+@pytest.fixture(scope="module")
+def _trained_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("stopped")
+    (root / "tiny.yaml").write_text(TINY.format(exp="run"))
+    first = run_cli("train", "tiny.yaml", "--quiet", "--set", "policy.num_simulations=3", cwd=root)
     assert first.returncode == 0, first.stderr
+    return root
+
+
+@pytest.fixture
+def stopped_run(_trained_once: Path, tmp_path: Path) -> Path:
+    """A finished tiny run started with two settings that differ from its YAML file (trained
+    once for the module; each test gets its own copy of the directory and the file)."""
+    shutil.copytree(_trained_once, tmp_path, dirs_exist_ok=True)
     return tmp_path / "run"
 
 

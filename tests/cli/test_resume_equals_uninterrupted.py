@@ -34,8 +34,10 @@ def _losses(run: Path) -> list[tuple]:
     return [(e["train_iter"], e["value_loss"], e["policy_loss"]) for e in _lines(run, "train")]
 
 
-@pytest.fixture
-def whole(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run, trained once for the module; each test writes its own run beside."""
+    tmp_path = tmp_path_factory.mktemp("resume")
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
     done = run_cli(
         "train", "tiny.yaml", "--quiet", *SETTINGS, "--set", "exp_name=whole",

@@ -90,18 +90,6 @@ def test_a_types_nested_default_merges_with_the_given_section(policy_type, sampl
     assert cfg.sampled.num_of_sampled_actions == sampled.get("num_of_sampled_actions", 6)
 
 
-@pytest.mark.parametrize("target", ["visits", "completed_q"])
-def test_the_sampled_policy_target_reaches_the_search(target):
-    from zeropipe.config import PolicyConfig
-
-    cfg = PolicyConfig.model_validate(
-        {"type": "sampled_muzero", "sampled": {"policy_target": target}}
-    )
-    assert cfg.search_config(4).sampled_policy_target == target
-    default = PolicyConfig.model_validate({"type": "sampled_efficientzero"})
-    assert default.search_config(4).sampled_policy_target == "visits"  # the reference's
-
-
 FIXTURES = Path(__file__).parent / "fixtures"
 # Options added to a policy section after 0.1.0: an old file lacks them and gets their defaults.
 ADDED_SINCE_V0_1 = {

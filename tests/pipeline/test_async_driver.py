@@ -57,6 +57,7 @@ async def test_embedded_beside_another_task_and_cancelled(tmp_path):
     assert (tmp_path / "run" / "ckpt" / "ckpt_latest.pth.tar").exists()
 
 
+@pytest.mark.slow  # the fast path kills collectors in test_worker_faults and test_replacement_seed
 async def test_killed_collector_is_restarted(tmp_path):
     cfg = tiny_config(tmp_path / "run")
     cfg.max_env_step = 1500

@@ -74,6 +74,7 @@ async def test_a_short_ray_run_learns_on_actors_with_one_put_per_version(tmp_pat
     assert not [e for e in log if e["event"] == "restart"]
 
 
+@pytest.mark.slow  # the fast path kills process workers (test_worker_faults, test_replacement_seed)
 @pytest.mark.timeout(300)
 async def test_a_killed_collector_actor_is_restarted_and_the_run_stops_by_its_rule(
     tmp_path, caplog
@@ -108,6 +109,7 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+@pytest.mark.slow  # the fast path has the hung rule on process workers (test_worker_faults)
 @pytest.mark.timeout(300)
 async def test_a_stopped_collector_actor_is_killed_as_hung_and_replaced(tmp_path, monkeypatch):
     stopped: list[int] = []

@@ -107,7 +107,10 @@ def test_continuous_collects_float_actions_inside_the_bounds_with_their_sampled_
         collector.close()
 
 
-@pytest.mark.parametrize("policy_type", SAMPLED_TYPES)
+@pytest.mark.parametrize(
+    "policy_type",  # one type on the fast path: both share the sampled search and reanalysis
+    [pytest.param("sampled_muzero", marks=pytest.mark.slow), "sampled_efficientzero"],
+)
 def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path, policy_type):
     cfg = _continuous_config(
         tmp_path / "run", policy_type, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0

@@ -29,14 +29,6 @@ class SampledConfig(Section):
         "children's priors; the reference's intent for sampled_efficientzero, its default "
         "here).",
     )
-    policy_target: Literal["visits", "completed_q"] = Field(
-        "visits",
-        description="The policy target over the root's K sampled actions: visits (the visit "
-        "distribution; the paper's and the reference's) or completed_q (ours: "
-        "softmax(σ(completed Q)) over the samples, the Gumbel improved policy with the samples "
-        "standing for the prior, σ with Gumbel's constants c_visit 50 and c_scale 0.1; "
-        "mcts/policies.py `_slot_target`).",
-    )
     policy_loss_type: Literal["cross_entropy", "kl"] = Field(
         "cross_entropy",
         description="Continuous actions: the policy loss over the root sampled actions, "
@@ -77,6 +69,5 @@ class SampledOptions(Section):
             num_simulations,
             num_sampled_actions=s.num_of_sampled_actions,
             sampled_prior=s.prior,
-            sampled_policy_target=s.policy_target,
             continuous_actions=self.model.continuous_actions,  # type: ignore[attr-defined]
         )

@@ -47,11 +47,6 @@ class SearchConfig:
         sampled_prior: sampled: the PUCT prior term of a sampled child, "density"
             (π / Σ π over the sampled children; sampled_efficientzero) or "uniform"
             (1 / #children; sampled_muzero, sampled_unizero).
-        sampled_policy_target: sampled: the policy target over the K root slots, "visits"
-            (the visit distribution; the paper's and the reference's) or "completed_q"
-            (softmax(σ(completed Q)) over the slots with the σ of `maxvisit_init` and
-            `value_scale`: the Gumbel improved policy with the sample set standing for the
-            prior, as the slots are draws from it; `policies.sampled_policy`).
         continuous_actions: sampled: actions are float vectors of D dimensions; the policy
             output is then [B, 2D] tanh-Gaussian parameters (mu then sigma).
         chance_space_size: chance: C, the outcomes of a chance node (0 for the other rules).
@@ -82,7 +77,6 @@ class SearchConfig:
     value_scale: float = 0.1
     num_sampled_actions: int = 6
     sampled_prior: str = "uniform"
-    sampled_policy_target: str = "visits"
     continuous_actions: bool = False
     chance_space_size: int = 0
     root_visit_value: str = "zero"
@@ -129,11 +123,6 @@ class SearchConfig:
             raise ValueError(
                 "SearchConfig.sampled_prior must be 'density' or 'uniform', got "
                 f"{self.sampled_prior!r}"
-            )
-        if self.sampled_policy_target not in ("visits", "completed_q"):
-            raise ValueError(
-                "SearchConfig.sampled_policy_target must be 'visits' or 'completed_q', got "
-                f"{self.sampled_policy_target!r}"
             )
 
     def _check_gumbel(self) -> None:

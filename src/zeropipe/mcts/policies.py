@@ -247,9 +247,7 @@ def sampled_policy(
     that the cross-entropy over the sampled actions, Σ_k target_k · log π(a_k), is the plain
     cross-entropy against that target; `sampled_actions` names the K root actions.
     Continuous actions (`cfg.continuous_actions`, logits [B, 2D]) play a [B, D] action in
-    (-1, 1) and keep the target, Q and visits over the K root slots ([B, K]). The target is
-    the visit distribution, or with `cfg.sampled_policy_target="completed_q"` the improved
-    policy of `_slot_target`; acting reads the visits either way.
+    (-1, 1) and keep the target, Q and visits over the K root slots ([B, K]).
     """
     batch_size, num_actions = roots.policy_logits.shape
     dim = num_actions // 2 if cfg.continuous_actions else 0
@@ -281,11 +279,10 @@ def sampled_policy(
         slot = select_action(counts, 1.0, rng, deterministic=True)
     sampled = slots.root_actions()  # [B, K] or [B, K, D]
     action = sampled[np.arange(batch_size), slot]  # [B] or [B, D]
-    target = _slot_target(result, cfg)  # [B, K]
     if dim > 0:  # continuous: the target and statistics stay over the K root slots
         return PolicyOutput(
             action=action,
-            policy_target=target,
+            policy_target=visit_distribution(counts),
             root_value=result.root_value,
             q_values=result.q_values,
             visit_counts=counts,
@@ -294,33 +291,13 @@ def sampled_policy(
         )
     return PolicyOutput(
         action=action,
-        policy_target=_scatter(target, sampled, legal, num_actions),
+        policy_target=_scatter(visit_distribution(counts), sampled, legal, num_actions),
         root_value=result.root_value,
         q_values=_scatter(result.q_values, sampled, legal, num_actions),
         visit_counts=_scatter(counts, sampled, legal, num_actions),
         sampled_actions=sampled,
         sampled_mask=legal,
     )
-
-
-def _slot_target(result: SearchOutput, cfg: SearchConfig) -> np.ndarray:
-    """[B, K] float32 policy target over the root slots of a sampled search.
-
-    "visits": the visit distribution (Hubert et al. 2021; the reference). "completed_q": the
-    Gumbel improved policy softmax(log prior + σ(completed Q)) (Danihelka et al. 2022, eq. 11)
-    with the K slots, draws from the policy, standing for the prior: equal log prior, so
-    softmax(σ(completed Q)) over the legal slots, σ with `cfg.maxvisit_init` and
-    `cfg.value_scale`. It moves the policy toward the better samples however few visits the
-    search spreads over them (25 simulations over K = 20 leave most slots one visit, and the
-    visit target is then close to the samples' own spread).
-    """
-    if cfg.sampled_policy_target == "visits":
-        return visit_distribution(result.visit_counts)
-    shape = result.visit_counts.shape
-    completed = np.zeros(shape, dtype=np.float64)
-    sigma = np.empty(shape, dtype=np.float64)  # -inf on illegal slots
-    root_completed_q(result.tree, search_params(cfg), completed, sigma)
-    return _softmax(sigma).astype(np.float32)
 
 
 def _scatter(
