@@ -18,7 +18,7 @@ def test_version(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "pipeline",  # the sync console is the same code; async has the most lines to silence
+    "pipeline",  # both go through _log_to_console and show_progress; async has more to silence
     [
         pytest.param([], id="sync", marks=pytest.mark.slow),
         pytest.param(["--async-pipeline"], id="async"),
