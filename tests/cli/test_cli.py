@@ -104,7 +104,13 @@ def _metrics_has(run: Path, event: str) -> bool:
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
+@pytest.mark.parametrize(
+    "pipeline",  # sync's Ctrl-C path runs on the fast path through test_run_recovery's SIGTERM
+    [  # test, which takes that path (cli/async_run.py: sigterm_as_ctrl_c)
+        pytest.param(["--async-pipeline"], id="async"),
+        pytest.param([], id="sync", marks=pytest.mark.slow),
+    ],
+)
 def test_ctrl_c_shuts_down_cleanly(tmp_path: Path, pipeline: list[str]):
     shm_before = shm_blocks()
     config = tmp_path / "tiny.yaml"

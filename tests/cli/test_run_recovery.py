@@ -179,8 +179,15 @@ def test_a_double_ctrl_c_still_leaves_a_loadable_checkpoint(tmp_path: Path):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("sigint", [default_sigint, ignored_sigint], ids=["", "sigint-ignored"])
-@pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
+@pytest.mark.parametrize(
+    ("pipeline", "sigint"),  # the fast path: each pipeline once, and each SIGINT disposition once
+    [
+        pytest.param(["--async-pipeline"], ignored_sigint, id="async-sigint-ignored"),
+        pytest.param([], default_sigint, id="sync-"),
+        pytest.param(["--async-pipeline"], default_sigint, id="async-", marks=pytest.mark.slow),
+        pytest.param([], ignored_sigint, id="sync-sigint-ignored", marks=pytest.mark.slow),
+    ],
+)
 def test_sigterm_writes_the_final_checkpoint_and_exits_143(
     tmp_path: Path, pipeline: list[str], sigint
 ):

@@ -60,7 +60,7 @@ async def test_publishes_follow_the_weight_sync_rule(
 async def test_the_budget_queue_never_exceeds_its_cap_once_trainable(tmp_path):
     ap = {"num_collector_actors": 2, "max_train_budget_queue_size": 1}
     # Budgets much longer than a collect: the queue fills, and backpressure has to act.
-    cfg = tiny_config(tmp_path / "run", update_per_collect=40, async_pipeline=ap)
+    cfg = tiny_config(tmp_path / "run", update_per_collect=20, async_pipeline=ap)
     cfg.max_env_step = 240
     await train_async(cfg, show_progress=False)
     log = events(tmp_path / "run")
@@ -96,12 +96,12 @@ def test_just_in_time_launches_once_the_owed_steps_fit_in_one_collect():
 
 async def test_a_just_in_time_run_trains_every_budget_and_stops(tmp_path):
     ap = {"collect_launch": "just_in_time"}
-    cfg = tiny_config(tmp_path / "run", update_per_collect=40, async_pipeline=ap)
+    cfg = tiny_config(tmp_path / "run", update_per_collect=20, async_pipeline=ap)
     cfg.max_env_step = 240
     await train_async(cfg, show_progress=False)
     log = events(tmp_path / "run")
     stop = next(e for e in log if e["event"] == "stop")
     assert stop["reason"] == "max_env_step"
-    # every collect after the first trainable one earned 40 learner steps, all of them trained
-    earned = sum(40 for e in log if e["event"] == "collect" and e["budget_queue_len"] > 0)
+    # every collect after the first trainable one earned 20 learner steps, all of them trained
+    earned = sum(20 for e in log if e["event"] == "collect" and e["budget_queue_len"] > 0)
     assert stop["train_iter"] == earned > 0

@@ -113,8 +113,9 @@ def test_continuous_collects_float_actions_inside_the_bounds_with_their_sampled_
 )
 def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path, policy_type):
     cfg = _continuous_config(
-        tmp_path / "run", policy_type, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0
+        tmp_path / "run", policy_type, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0, eval_freq=50
     )
+    cfg.max_env_step = 200  # ~100 learner steps, a buffer reanalysis every budget, 3 evals
     summary = train_sync(cfg)
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")

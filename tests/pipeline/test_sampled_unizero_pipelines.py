@@ -61,7 +61,10 @@ def test_collects_float_actions_with_their_root_sampled_actions(tmp_path):
 
 
 def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path):
-    cfg = _config(tmp_path / "run", True, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0)
+    cfg = _config(
+        tmp_path / "run", True, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0, eval_freq=50
+    )
+    cfg.max_env_step = 200  # ~100 learner steps, a buffer reanalysis every budget, 3 evals
     summary = train_sync(cfg)
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")

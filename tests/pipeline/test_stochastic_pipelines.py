@@ -33,12 +33,14 @@ def check_chance_terms_logged(run) -> None:
 
 
 def true_label_config(path):
-    return tiny_2048_config(
+    cfg = tiny_2048_config(
         path,
         type="stochastic_muzero",
         stochastic={"chance_space_size": 32, "use_true_chance_label": True},
         reanalyze_ratio=0.5,
     )
+    cfg.max_env_step = 160  # ~50 learner steps with their chance terms, and a final eval
+    return cfg
 
 
 def test_true_chance_labels_train_sync(tmp_path):
