@@ -23,7 +23,7 @@ train: $(STAMP)
 	$(VENV)/bin/zeropipe train $(CONFIG)
 
 # The fast path (CI's): every test not marked slow. test-all adds the slow end-to-end tests
-# (every type in both pipelines, Ray faults, the long Atari traces); about 1.75× as long.
+# (every type in both pipelines, Ray faults, the long Atari traces); about 1.5× as long.
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 

@@ -115,7 +115,7 @@ def test_continuous_trains_and_evaluates_sync_with_reanalysis(tmp_path, policy_t
     cfg = _continuous_config(
         tmp_path / "run", policy_type, reanalyze_ratio=0.5, buffer_reanalyze_freq=1.0, eval_freq=50
     )
-    cfg.max_env_step = 200  # ~100 learner steps, a buffer reanalysis every budget, 3 evals
+    cfg.max_env_step = 200  # at most 100 learner steps: a reanalysis every budget, an eval every 50
     summary = train_sync(cfg)
     assert summary.train_iter > 0
     evals = _evals(tmp_path / "run")

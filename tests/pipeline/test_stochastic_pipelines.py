@@ -39,7 +39,7 @@ def true_label_config(path):
         stochastic={"chance_space_size": 32, "use_true_chance_label": True},
         reanalyze_ratio=0.5,
     )
-    cfg.max_env_step = 160  # ~50 learner steps with their chance terms, and a final eval
+    cfg.max_env_step = 160  # enough train lines to carry the chance terms, and a final eval
     return cfg
 
 
