@@ -1,6 +1,8 @@
-"""Where a Pendulum checkpoint loses return: its eval episode, its one-step Q, its root visits.
+"""Where a Pendulum checkpoint loses return: its eval episode, its one-step Q, its root visits,
+its value against the return.
 
     python benchmarks/pendulum_probe.py RUN_DIR/ckpt/ckpt_best.pth.tar
+    python benchmarks/pendulum_probe.py RUN_DIR
 
 For the continuous sampled types (issue 23's Pendulum rows). It plays the run's evaluator with
 the checkpoint (the run's config, seed and search) and prints, for env 0's first episode:
@@ -9,8 +11,14 @@ the checkpoint (the run's config, seed and search) and prints, for env 0's first
 2. at the episode's first state, the network's r + γ·v for 11 torques from -1 to 1 (less the
    best): whether the model tells the torques apart;
 3. one search at that state, as the evaluator runs it: each sampled action's visits and Q:
-   how the simulations spread over the K root children (the policy's training target).
-Takes about a minute (one core).
+   how the simulations spread over the K root children (the policy's training target);
+4. every 10th step of that episode: the network's value of the state against the episode's
+   discounted return-to-go from it (the value a perfect critic of this policy would give, up to
+   the costs after the episode's 200 steps, about 0 once the pole is held upright): whether
+   the value is biased, and where.
+Given a run directory instead, it prints the network's value of the pole at rest at the top and
+at the bottom at every `iteration_*` checkpoint of the run: how a value bias grows and drains.
+Takes a few minutes (one core).
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ from zeropipe.models.support import logits_to_scalar
 from zeropipe.pipeline.build import build_evaluator
 
 TORQUES = np.linspace(-1.0, 1.0, 11, dtype=np.float32)
+# (cos θ, sin θ, θ̇) of the pole at rest at the top and at the bottom
+AT_REST = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]], dtype=np.float32)
 
 
 def first_episode(evaluator) -> tuple[list[np.ndarray], float]:
@@ -40,25 +50,29 @@ def first_episode(evaluator) -> tuple[list[np.ndarray], float]:
     return recorder.actions, recorder.episode_return
 
 
-def print_trajectory(env_cfg, seed: int, actions: list[np.ndarray]) -> np.ndarray:
+def print_trajectory(
+    env_cfg, seed: int, actions: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
     """Replay env 0's actions on a game made and seeded as env 0 was (`make_game` scales the
-    normalised torques to the env's bounds); return its first observation."""
+    normalised torques to the env's bounds); return its observations [T, 3] and rewards [T]."""
     game, _ = make_game(env_cfg, "eval")
+    observations, rewards = [], []
     try:
         obs, _ = game.reset(seed)
-        first = obs.copy()
         total = 0.0
         for t, action in enumerate(actions):
+            observations.append(obs.astype(np.float32))
             if t % 5 == 0:
                 theta = np.arctan2(obs[1], obs[0])
                 state = f"θ {theta:+.2f}  θ̇ {obs[2]:+.2f}"
                 print(f"  t {t:3d}  {state}  torque {float(action[0]):+.2f}  return {total:7.1f}")
             step = game.step(action)
             obs, total = step.frame, total + step.raw_reward
+            rewards.append(step.raw_reward)
     finally:
         game.close()
     print(f"  replayed return {total:.1f}")
-    return first
+    return np.stack(observations), np.asarray(rewards, dtype=np.float64)
 
 
 @torch.no_grad()
@@ -71,6 +85,24 @@ def print_one_step_q(network, obs: np.ndarray, discount: float) -> None:
     q = (reward + discount * value).numpy()
     print("  torque   " + " ".join(f"{a:+6.1f}" for a in TORQUES))
     print("  Q - max  " + " ".join(f"{v:+6.1f}" for v in q - q.max()))
+
+
+@torch.no_grad()
+def network_values(network, observations: np.ndarray) -> np.ndarray:
+    """The network's scalar values of observations [N, 3] -> [N]."""
+    root = network.initial_inference(torch.from_numpy(observations))
+    return logits_to_scalar(root.value_logits.float(), network.value_support).ravel().numpy()
+
+
+def print_value_against_return(
+    network, observations: np.ndarray, rewards: np.ndarray, discount: float
+) -> None:
+    values = network_values(network, observations)
+    to_go = np.zeros(len(rewards) + 1)
+    for t in range(len(rewards) - 1, -1, -1):
+        to_go[t] = rewards[t] + discount * to_go[t + 1]
+    for t in range(0, len(rewards), 10):
+        print(f"  t {t:3d}  value {values[t]:8.1f}  return-to-go {to_go[t]:8.1f}")
 
 
 def print_root_visits(evaluator, obs: np.ndarray) -> None:
@@ -89,7 +121,27 @@ def print_root_visits(evaluator, obs: np.ndarray) -> None:
     )
 
 
-def main(checkpoint: Path) -> None:
+def _iteration(checkpoint: Path) -> int:
+    return int(checkpoint.name.split("_")[1].split(".")[0])
+
+
+def print_values_over_run(run_dir: Path) -> None:
+    """The value of the pole at rest at the top and at the bottom, at every saved iteration."""
+    cfg = load_config(run_dir / "config.yaml")
+    checkpoints = sorted((run_dir / "ckpt").glob("iteration_*.pth.tar"), key=_iteration)
+    evaluator = build_evaluator(cfg)
+    try:
+        print("learner step   top at rest   bottom at rest")
+        for checkpoint in checkpoints:
+            weights = load_checkpoint_weights(checkpoint)
+            evaluator.load_weights(weights.state_dict, weights.policy_version)
+            top, bottom = network_values(evaluator.search.network.eval(), AT_REST)
+            print(f"{_iteration(checkpoint):12d}   {top:11.1f}   {bottom:14.1f}")
+    finally:
+        evaluator.close()
+
+
+def probe_checkpoint(checkpoint: Path) -> None:
     cfg = load_config(checkpoint.parent.parent / "config.yaml")
     weights = load_checkpoint_weights(checkpoint)
     evaluator = build_evaluator(cfg)
@@ -99,15 +151,23 @@ def main(checkpoint: Path) -> None:
         print(
             f"env 0's first eval episode (eval seed {evaluator.seed}): return {episode_return:.1f}"
         )
-        obs = print_trajectory(cfg.env, evaluator.seed, actions)
+        observations, rewards = print_trajectory(cfg.env, evaluator.seed, actions)
+        obs = observations[0]
         network = evaluator.search.network.eval()
+        discount = cfg.policy.discount_factor
         print("one-step Q at its first state")
-        print_one_step_q(network, obs, cfg.policy.discount_factor)
+        print_one_step_q(network, obs, discount)
         print(f"one search at its first state ({cfg.policy.num_simulations} simulations)")
         print_root_visits(evaluator, obs)
+        print(f"the network's value against the discounted (γ {discount}) return-to-go")
+        print_value_against_return(network, observations, rewards, discount)
     finally:
         evaluator.close()
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    target = Path(sys.argv[1])
+    if target.is_dir():
+        print_values_over_run(target)
+    else:
+        probe_checkpoint(target)
