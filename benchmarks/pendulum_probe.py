@@ -15,7 +15,11 @@ the checkpoint (the run's config, seed and search) and prints, for env 0's first
 4. every 10th step of that episode: the network's value of the state against the episode's
    discounted return-to-go from it (the value a perfect critic of this policy would give, up to
    the costs after the episode's 200 steps, about 0 once the pole is held upright): whether
-   the value is biased, and where.
+   the value is biased, and where;
+5. for each of the evaluator's starts, its return and the share of its first 60 steps (the
+   swing-up) played at full torque (|u| >= 0.95), to set beside
+   `python benchmarks/pendulum_optimal.py SEED [--max-torque T]`: whether the swing-ups that
+   lose are a weaker motor's.
 Given a run directory instead, it prints the network's value of the pole at rest at the top and
 at the bottom at every `iteration_*` checkpoint of the run: how a value bias grows and drains.
 Takes a few minutes (one core).
@@ -38,6 +42,7 @@ from zeropipe.models.support import logits_to_scalar
 from zeropipe.pipeline.build import build_evaluator
 
 TORQUES = np.linspace(-1.0, 1.0, 11, dtype=np.float32)
+SWING_UP_STEPS, FULL_TORQUE = 60, 0.95  # section 5: the steps counted, and |u| that is "full"
 # (cos θ, sin θ, θ̇) of the pole at rest at the top and at the bottom
 AT_REST = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]], dtype=np.float32)
 
@@ -48,6 +53,42 @@ def first_episode(evaluator) -> tuple[list[np.ndarray], float]:
     evaluator.envs = recorder
     evaluator.evaluate()
     return recorder.actions, recorder.episode_return
+
+
+class SwingUpRecorder:
+    """An `EnvBatch` stand-in that keeps every env's |torque| over the first `SWING_UP_STEPS`
+    steps (Pendulum's episodes start and end together) and each env's first return."""
+
+    def __init__(self, envs) -> None:
+        self._envs = envs
+        self.torques: list[np.ndarray] = []  # [n_env] each, normalised to [0, 1]
+        self.returns: dict[int, float] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._envs, name)
+
+    def step(self, actions: np.ndarray):
+        if len(self.torques) < SWING_UP_STEPS:
+            self.torques.append(
+                np.abs(np.asarray(actions, dtype=np.float64).reshape(len(actions), -1)[:, 0])
+            )
+        out = self._envs.step(actions)
+        for env, episode_return in out.episode_returns.items():
+            self.returns.setdefault(env, episode_return)
+        return out
+
+
+def print_swing_up_torque(evaluator) -> None:
+    """Each eval start's return and its share of full torque over the swing-up."""
+    recorder = SwingUpRecorder(evaluator.envs)
+    evaluator.envs = recorder
+    evaluator.evaluate()
+    shares = (np.stack(recorder.torques) >= FULL_TORQUE).mean(axis=0)
+    for env, share in enumerate(shares):
+        print(
+            f"  eval start {env}: return {recorder.returns[env]:7.1f}, full torque in "
+            f"{share:.0%} of the first {SWING_UP_STEPS} steps"
+        )
 
 
 def print_trajectory(
@@ -161,6 +202,8 @@ def probe_checkpoint(checkpoint: Path) -> None:
         print_root_visits(evaluator, obs)
         print(f"the network's value against the discounted (γ {discount}) return-to-go")
         print_value_against_return(network, observations, rewards, discount)
+        print(f"every eval start: the torque over the swing-up (|u| >= {FULL_TORQUE} is full)")
+        print_swing_up_torque(evaluator)
     finally:
         evaluator.close()
 
