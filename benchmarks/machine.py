@@ -1,8 +1,11 @@
 """What a benchmark's figures were measured on: the header of `python -m benchmarks`.
 
 Figures from two machines, two builds or two thread settings are not comparable, so every run
-names its machine (cores, CPU model, torch and its threads), the zeropipe version and commit, and
-the configs its sections use; the same dict heads the `--json` file.
+names its machine (cores, CPU model, torch, the kernels it picked for this CPU, whether the CPU
+has bf16 instructions, and its threads), the zeropipe version and commit, and the configs its
+sections use; the same dict heads the `--json` file. A training run's curve is exact on one
+machine and moves on another: the same command on two 2-core machines of one model name gave two
+Pendulum curves (README, Pendulum).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ def describe_run(sections: dict[str, Any]) -> dict[str, Any]:
     import numba
     import torch
 
+    from zeropipe.learner.precision import native_cpu_bf16
+
     return {
         "machine": {
             "cpu_model": cpu_model(),
@@ -39,6 +44,10 @@ def describe_run(sections: dict[str, Any]) -> dict[str, Any]:
             "version": torch.__version__,
             "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
+            # the kernels torch picked, and whether the learner's `auto` precision is bf16 here:
+            # two CPUs sold under one model name can differ in both, and so in every curve
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "bf16_instructions": native_cpu_bf16(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         },
         "numba": numba.__version__,
@@ -55,8 +64,9 @@ def format_header(run: dict[str, Any]) -> str:
     lines = [
         f"machine: {machine['cpu_model']}, {machine['cores']} cores "
         f"({machine['cores_usable']} usable), {machine['platform']}, Python {machine['python']}",
-        f"torch {torch_['version']}: {torch_['threads']} threads, {torch_['interop_threads']} "
-        f"interop; GPU {torch_['cuda'] or 'none'}; numba {run['numba']}"
+        f"torch {torch_['version']} ({torch_['cpu_capability']} kernels, bf16 instructions: "
+        f"{'yes' if torch_['bf16_instructions'] else 'no'}): {torch_['threads']} threads, "
+        f"{torch_['interop_threads']} interop; GPU {torch_['cuda'] or 'none'}; numba {run['numba']}"
         + (f"; {threads}" if threads else ""),
         f"zeropipe {zp['version']}, commit {zp['commit']}",
     ]

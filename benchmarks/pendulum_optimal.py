@@ -8,7 +8,8 @@ by what those 3 starts allow, and the bound differs per seed. This script solves
 control problem by finite-horizon dynamic programming on a (θ, θ̇) grid (bilinear interpolation,
 41 torques), then plays the greedy policy of that solution in the real env from each start: an
 achievable return, so a lower bound on the optimum. It prints, per seed, the three returns, their
-mean, and the share of the first 60 steps (the swing-up) played at full torque. Takes a few
+mean, and the share of the first 60 steps (the swing-up) played at full torque (|u| >= 0.95 of
+the bound; `pendulum_probe.py` counts an agent's the same way). Takes a few
 minutes (one core).
 
 `--max-torque T` solves it for a weaker motor, torques in [-T, T] instead of the env's [-2, 2]:
@@ -27,6 +28,7 @@ from zeropipe.workers.factory import EVAL_SEED_OFFSET
 
 N_THETA, N_SPEED, N_TORQUE, STEPS, EPISODES = 361, 321, 41, 200, 3
 SWING_UP_STEPS = 60  # the steps over which the full-torque share is counted
+FULL_TORQUE = 0.95  # |u| at or above this share of the bound counts as full torque
 THETAS = np.linspace(-np.pi, np.pi, N_THETA)
 SPEEDS = np.linspace(-8.0, 8.0, N_SPEED)
 TORQUES = np.linspace(-2.0, 2.0, N_TORQUE)  # the env's bounds; the DP's default action grid
@@ -78,7 +80,7 @@ def play(
         theta, speed = env.unwrapped.state
         next_theta, next_speed, cost = dynamics(theta, speed, torques)
         torque = torques[np.argmin(cost + interpolate(grids[t + 1], next_theta, next_speed))]
-        full += t < SWING_UP_STEPS and abs(torque) >= torques[-1]
+        full += t < SWING_UP_STEPS and abs(torque) >= FULL_TORQUE * torques[-1]
         total += float(env.step([torque])[1])
     env.close()
     return total, full / SWING_UP_STEPS

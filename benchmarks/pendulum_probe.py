@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+# section 5 counts full torque as the DP does (run as a script, this folder is on sys.path)
+from pendulum_optimal import FULL_TORQUE, SWING_UP_STEPS
 from zeropipe.cli.evaluation import load_checkpoint_weights
 from zeropipe.cli.video import FirstEpisodeRecorder
 from zeropipe.config import load_config
@@ -42,7 +44,6 @@ from zeropipe.models.support import logits_to_scalar
 from zeropipe.pipeline.build import build_evaluator
 
 TORQUES = np.linspace(-1.0, 1.0, 11, dtype=np.float32)
-SWING_UP_STEPS, FULL_TORQUE = 60, 0.95  # section 5: the steps counted, and |u| that is "full"
 # (cos θ, sin θ, θ̇) of the pole at rest at the top and at the bottom
 AT_REST = np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]], dtype=np.float32)
 
