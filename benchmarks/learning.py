@@ -259,8 +259,7 @@ def _fill_defaults(args: argparse.Namespace) -> None:
     (its run directories are named `<config stem>_<pipeline>_seed<seed>`); else the defaults."""
     found = []
     if args.judge_only is not None:
-        names = (RUN_DIR_NAME.match(p.name) for p in args.judge_only.iterdir() if p.is_dir())
-        found = [m for m in names if m and (ROOT / "configs" / f"{m['stem']}.yaml").is_file()]
+        found = _run_dirs_in(args.judge_only, args.configs is None)
     if args.configs is None:
         stems = sorted({m["stem"] for m in found})
         args.configs = [f"configs/{s}.yaml" for s in stems] or list(DEFAULT_CONFIGS)
@@ -269,6 +268,21 @@ def _fill_defaults(args: argparse.Namespace) -> None:
     if args.pipelines is None:
         held = {m["pipeline"] for m in found}
         args.pipelines = [p for p in ("sync", "async") if p in held] or ["sync"]
+
+
+def _run_dirs_in(directory: Path, required: bool) -> list[re.Match[str]]:
+    """The names of `directory`'s run directories whose config is under configs/; none found
+    (when nothing else names what to judge) is an error, not a table of the default configs."""
+    if not directory.is_dir():
+        raise SystemExit(f"--judge-only {directory}: not a directory")
+    names = (RUN_DIR_NAME.match(p.name) for p in directory.iterdir() if p.is_dir())
+    found = [m for m in names if m and (ROOT / "configs" / f"{m['stem']}.yaml").is_file()]
+    if required and not found:
+        raise SystemExit(
+            f"--judge-only {directory}: no run directory named <config stem>_<sync|async>_seed<N> "
+            "for a config under configs/ (a learning run's out/<date> directory holds them)"
+        )
+    return found
 
 
 def _parser() -> argparse.ArgumentParser:

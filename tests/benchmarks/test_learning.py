@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from benchmarks.learning import Curve, RunSpec, format_table, judge, main, read_finished
 
 
@@ -95,3 +96,12 @@ def test_judge_only_without_configs_judges_what_the_directory_holds(tmp_path, ca
     assert len(rows) == 1
     cells = [cell.strip() for cell in rows[0].split("|")]
     assert cells[1:4] == ["cartpole_muzero_475 (≥ 475)", "async", "2/2"]
+
+
+def test_judge_only_over_a_directory_without_runs_says_so(tmp_path, capsys):
+    """It used to print a 0/3 row for a default config, then fail in the plot with a traceback."""
+    (tmp_path / "not_a_run").mkdir()
+    for directory in (tmp_path, tmp_path / "missing"):
+        with pytest.raises(SystemExit, match=str(directory)):
+            main(["--judge-only", str(directory), "--threshold", "475"])
+    assert "| " not in capsys.readouterr().out
