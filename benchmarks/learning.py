@@ -29,7 +29,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.learning_grid import plot_grid
-from benchmarks.learning_stats import format_pooled, pooled_async_ratio
+from benchmarks.learning_stats import (
+    format_median_ratio,
+    format_pooled,
+    median_ratios,
+    pooled_async_ratio,
+)
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
@@ -339,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     if {"sync", "async"} <= set(args.pipelines):
         print(format_pooled(pooled_async_ratio(rows)))
+        print("\n".join(format_median_ratio(r) for r in median_ratios(rows)))
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
     plot_grid(curves, thresholds, out / "learning_grid.png")

@@ -7,7 +7,8 @@ from 1.28 to 0.43. So the judgement pools the configs: the geometric mean over c
 async's geometric-mean env steps over sync's, with a percentile bootstrap interval (seeds
 resampled within each config and pipeline), and the seeds per pipeline that one config's ratio
 would need for a 95% interval of ±25% at the spread seen. Only successful seeds count, as in
-the table's per-config ratio.
+the table's per-config ratio. Beside it, each config's own ratio of medians (the table's) with
+a bootstrap interval, which says whether that config's seeds are enough to place it inside ±25%.
 """
 
 from __future__ import annotations
@@ -56,6 +57,41 @@ def pooled_async_ratio(rows, draws: int = 10_000, seed: int = 0) -> PooledRatio 
     )
 
 
+@dataclass(frozen=True)
+class MedianRatio:
+    """One config's async median env steps to threshold over its sync median (issue 23's
+    per-type criterion), with a percentile bootstrap interval over the successful seeds."""
+
+    config: str
+    ratio: float
+    low: float
+    high: float
+    seeds: tuple[int, int]  # successes (sync, async)
+
+
+def median_ratios(rows, draws: int = 10_000, seed: int = 0) -> list[MedianRatio]:
+    """Per config with a success in both pipelines, in the rows' order."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for config, logs in _pairs_by_config(rows).items():
+        s, a = (np.exp(arm) for arm in logs)  # the table's median: of env steps, not their logs
+        point = float(np.median(a) / np.median(s))
+        boots = _resampled_medians(a, draws, rng) / _resampled_medians(s, draws, rng)
+        low, high = (float(q) for q in np.quantile(boots, [0.025, 0.975]))
+        out.append(MedianRatio(config, point, low, high, seeds=(len(s), len(a))))
+    return out
+
+
+def format_median_ratio(r: MedianRatio) -> str:
+    """One line per config for the benchmark's output."""
+    inside = r.low >= TOLERANCE**-1 and r.high <= TOLERANCE
+    return (
+        f"async / sync median, {r.config}: {r.ratio:.2f}, 95% bootstrap interval "
+        f"[{r.low:.2f}, {r.high:.2f}] ({r.seeds[0]} and {r.seeds[1]} successes)"
+        + ("; inside ±25%" if inside else "")
+    )
+
+
 def seeds_for_tolerance(log_sd: float, tolerance: float = TOLERANCE) -> int | None:
     """Seeds per pipeline for the 95% interval of ln(async/sync), two independent means of
     ln(env steps) with spread `log_sd` each, to be ±ln(tolerance)."""
@@ -85,16 +121,25 @@ def format_pooled(pooled: PooledRatio | None) -> str:
 
 def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
     """(sync, async) ln(env steps to threshold) per config with successes in both."""
+    return list(_pairs_by_config(rows).values())
+
+
+def _pairs_by_config(rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     by_config: dict[str, dict[str, np.ndarray]] = {}
     for row in rows:
         if row.envsteps_to_threshold:
             logs = np.log(np.asarray(row.envsteps_to_threshold, dtype=float))
             by_config.setdefault(row.config, {})[row.pipeline] = logs
-    return [(d["sync"], d["async"]) for d in by_config.values() if {"sync", "async"} <= d.keys()]
+    both = {c: d for c, d in by_config.items() if {"sync", "async"} <= d.keys()}
+    return {c: (d["sync"], d["async"]) for c, d in both.items()}
 
 
 def _resampled_means(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(values, size=(draws, len(values))).mean(axis=1)
+
+
+def _resampled_medians(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    return np.median(rng.choice(values, size=(draws, len(values))), axis=1)
 
 
 def _pooled_sd(arms: list[np.ndarray]) -> float:

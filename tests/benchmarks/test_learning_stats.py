@@ -6,7 +6,13 @@ import math
 
 import pytest
 from benchmarks.learning import Row
-from benchmarks.learning_stats import format_pooled, pooled_async_ratio, seeds_for_tolerance
+from benchmarks.learning_stats import (
+    format_median_ratio,
+    format_pooled,
+    median_ratios,
+    pooled_async_ratio,
+    seeds_for_tolerance,
+)
 
 
 def _row(config: str, pipeline: str, steps: list[int]) -> Row:
@@ -57,3 +63,30 @@ def test_configs_without_a_success_in_both_pipelines_are_left_out():
     assert "interval [" not in line
     assert pooled_async_ratio(rows[2:]) is None
     assert "no config has a success in both" in format_pooled(None)
+
+
+def test_each_configs_ratio_of_medians_and_whether_its_interval_is_inside_25_percent():
+    rows = [
+        _row("a.yaml", "sync", [1000, 2000, 4000]),
+        _row("a.yaml", "async", [2000, 4000, 8000]),
+        _row("b.yaml", "sync", [1000, 1000, 1000, 1000]),
+        _row("b.yaml", "async", [1100, 1100]),
+        _row("c.yaml", "sync", [1000]),  # no async success: no ratio
+    ]
+    a, b = median_ratios(rows)
+    # a: medians 4000 / 2000. A resampled median of three is the arm's largest value when two or
+    # three draws are (7 of 27), so the ratio's extremes 8000/1000 and 2000/4000 each have
+    # probability (7/27)^2 = 6.7% > 2.5%: the interval is [0.5, 8]
+    assert (a.config, a.ratio, a.seeds) == ("a.yaml", pytest.approx(2.0), (3, 3))
+    assert (a.low, a.high) == (pytest.approx(0.5), pytest.approx(8.0))
+    assert "inside" not in format_median_ratio(a)
+    # b: constant arms, so the interval is the point, 1.1, inside [1/1.25, 1.25]
+    assert (b.ratio, b.low, b.high) == (pytest.approx(1.1),) * 3
+    line = format_median_ratio(b)
+    assert "b.yaml: 1.10" in line and "(4 and 2 successes); inside ±25%" in line
+
+
+def test_an_even_count_takes_the_tables_median_of_env_steps():
+    rows = [_row("a.yaml", "sync", [1000, 3000]), _row("a.yaml", "async", [2000, 2000])]
+    # the median of 1000 and 3000 is 2000 (the table's), not exp(mean(ln)) = 1732
+    assert median_ratios(rows)[0].ratio == pytest.approx(1.0)
