@@ -70,10 +70,11 @@ class MedianRatio:
 
 
 def median_ratios(rows, draws: int = 10_000, seed: int = 0) -> list[MedianRatio]:
-    """Per config with a success in both pipelines, in the rows' order."""
-    rng = np.random.default_rng(seed)
+    """Per config with a success in both pipelines, in the rows' order; each config's interval
+    from its own generator, so it does not move with the other configs judged beside it."""
     out = []
     for config, logs in _pairs_by_config(rows).items():
+        rng = np.random.default_rng(seed)
         s, a = (np.exp(arm) for arm in logs)  # the table's median: of env steps, not their logs
         point = float(np.median(a) / np.median(s))
         boots = _resampled_medians(a, draws, rng) / _resampled_medians(s, draws, rng)

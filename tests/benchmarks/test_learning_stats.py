@@ -90,3 +90,12 @@ def test_an_even_count_takes_the_tables_median_of_env_steps():
     rows = [_row("a.yaml", "sync", [1000, 3000]), _row("a.yaml", "async", [2000, 2000])]
     # the median of 1000 and 3000 is 2000 (the table's), not exp(mean(ln)) = 1732
     assert median_ratios(rows)[0].ratio == pytest.approx(1.0)
+
+
+def test_a_configs_interval_does_not_depend_on_the_configs_beside_it():
+    # few draws, so that a shared generator's other stream would move the quantiles
+    sync = [1000, 1100, 1300, 1500, 2000, 2600, 4000, 4100]
+    async_ = [900, 1200, 1700, 2000, 2400, 3100, 5000, 7000]
+    a = [_row("a.yaml", "sync", sync), _row("a.yaml", "async", async_)]
+    b = [_row("b.yaml", "sync", [700, 3000]), _row("b.yaml", "async", [800, 6000])]
+    assert median_ratios(a, draws=200) == median_ratios(b + a, draws=200)[1:]
