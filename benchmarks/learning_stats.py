@@ -126,6 +126,7 @@ def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _pairs_by_config(rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The same, keyed by config, in the rows' order."""
     by_config: dict[str, dict[str, np.ndarray]] = {}
     for row in rows:
         if row.envsteps_to_threshold:
