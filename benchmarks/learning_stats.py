@@ -73,9 +73,8 @@ def median_ratios(rows, draws: int = 10_000, seed: int = 0) -> list[MedianRatio]
     """Per config with a success in both pipelines, in the rows' order; each config's interval
     from its own generator, so it does not move with the other configs judged beside it."""
     out = []
-    for config, logs in _pairs_by_config(rows).items():
-        rng = np.random.default_rng(seed)
-        s, a = (np.exp(arm) for arm in logs)  # the table's median: of env steps, not their logs
+    for config, (s, a) in _pairs_by_config(rows).items():
+        rng = np.random.default_rng(seed)  # the table's median: of env steps, not their logs
         point = float(np.median(a) / np.median(s))
         boots = _resampled_medians(a, draws, rng) / _resampled_medians(s, draws, rng)
         low, high = (float(q) for q in np.quantile(boots, [0.025, 0.975]))
@@ -122,16 +121,17 @@ def format_pooled(pooled: PooledRatio | None) -> str:
 
 def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
     """(sync, async) ln(env steps to threshold) per config with successes in both."""
-    return list(_pairs_by_config(rows).values())
+    return [(np.log(s), np.log(a)) for s, a in _pairs_by_config(rows).values()]
 
 
 def _pairs_by_config(rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The same, keyed by config, in the rows' order."""
+    """(sync, async) env steps to threshold by config with successes in both, in the rows'
+    order."""
     by_config: dict[str, dict[str, np.ndarray]] = {}
     for row in rows:
         if row.envsteps_to_threshold:
-            logs = np.log(np.asarray(row.envsteps_to_threshold, dtype=float))
-            by_config.setdefault(row.config, {})[row.pipeline] = logs
+            steps = np.asarray(row.envsteps_to_threshold, dtype=float)
+            by_config.setdefault(row.config, {})[row.pipeline] = steps
     both = {c: d for c, d in by_config.items() if {"sync", "async"} <= d.keys()}
     return {c: (d["sync"], d["async"]) for c, d in both.items()}
 
