@@ -96,6 +96,8 @@ ADDED_SINCE_V0_1 = {
     "policy": {"tie_break", "eval_tie_break", "actor_inference", "loss_weighting"},
     "async_pipeline": {
         "collect_launch",
+        "eval_grid",
+        "max_queued_evals",
         "request_deadline_factor",
         "min_request_deadline_s",
         "first_request_deadline_s",

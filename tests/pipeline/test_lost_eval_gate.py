@@ -2,64 +2,23 @@
 gate goes back to where it was before that launch and the eval is launched again as soon as it
 is due (not one `eval_freq` later, as if the lost eval had been scored).
 
-The launcher (pipeline/async_launch.py) runs for real on a real run state; the worker backend
-and the weight store are small fakes that record what was sent, so each launch is decided by the
-gate alone, at train_iters the test sets.
+The launcher (pipeline/async_launch.py) runs for real on a real run state, with the fakes of
+launch_fakes.py, so each launch is decided by the gate alone, at train_iters the test sets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import pytest
 
+from tests.pipeline.launch_fakes import RecordingPool, fake_launcher
 from tests.tiny import tiny_config
 from zeropipe.pipeline.async_launch import Launcher
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import open_run
-from zeropipe.transport import EvalRequest, SnapshotRef
 
 EVAL_FREQ = 8
-
-
-@dataclass
-class RecordingPool:
-    """One evaluator; `submit` records the request (the reply never comes: the test decides)."""
-
-    workers: list[WorkerHandle] = field(default_factory=lambda: [WorkerHandle("evaluator", 0)])
-    sent: list[EvalRequest] = field(default_factory=list)
-
-    def of_role(self, role: str) -> list[WorkerHandle]:
-        return [w for w in self.workers if w.role == role]
-
-    async def submit(self, handle: WorkerHandle, request: EvalRequest) -> None:
-        self.sent.append(request)
-
-
-class VersionStore:
-    """Publishes a version by name only (the launcher's bookkeeping is what is tested)."""
-
-    def __init__(self) -> None:
-        self.latest: SnapshotRef | None = None
-
-    def publish(self, version: int, state_dict) -> SnapshotRef:
-        self.latest = SnapshotRef(f"fake-{version}", version)
-        return self.latest
-
-    def acquire(self, ref: SnapshotRef) -> None:
-        pass
-
-    def release(self, ref: SnapshotRef) -> None:
-        pass
-
-
-class InlineHeavy:
-    """The heavy thread, run inline (the launcher awaits it; nothing else runs meanwhile)."""
-
-    async def run(self, fn, *args):
-        return fn(*args)
 
 
 @pytest.fixture
@@ -71,12 +30,7 @@ def state(tmp_path) -> Iterator[RunState]:
 
 
 def _launcher(state: RunState, pool: RecordingPool) -> Launcher:
-    def gone(handle, exc):
-        raise AssertionError(f"no send fails in this test: {exc}")
-
-    launcher = Launcher(state.cfg, state, pool, VersionStore(), InlineHeavy(), gone)
-    pool.workers[0].ready = True
-    return launcher
+    return fake_launcher(state, pool)
 
 
 async def _launch_at(launcher: Launcher, state: RunState, train_iter: int) -> None:

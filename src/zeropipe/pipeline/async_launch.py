@@ -9,8 +9,10 @@ in flight, which a reply, a worker's death or its request's deadline (deadline.p
 from __future__ import annotations
 
 import itertools
+import logging
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from zeropipe.pipeline.heavy_thread import HeavyThread
     from zeropipe.pipeline.run_state import RunState
 
+log = logging.getLogger("zeropipe.driver")
+
 
 @dataclass(frozen=True)
 class PendingEval:
@@ -39,6 +43,7 @@ class PendingEval:
     previous_eval_iter: int  # restored if the eval is lost, so the gate opens again
     envstep: int  # env steps collected when the snapshot was taken: what its eval line is at
     owed_steps: int  # learner steps queued then (budgets not yet trained): the learner's lag
+    version: int  # the train_iter of the weights
     final: bool = False  # the final eval (schedule.needs_final_eval): outside the eval gate
 
 
@@ -74,6 +79,9 @@ class Launcher:
         self.request_ids = itertools.count()
         self.last_published: int | None = None
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
+        # eval_grid 'budget_end': due evals waiting for an evaluator, each snapshot leased
+        self.queued_evals: deque[tuple[SnapshotRef, PendingEval]] = deque()
+        self.budgets_seen = state.trainer.completed_budgets
         self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
         self.publish_s = 0.0  # seconds spent publishing snapshots
         self.deadlines = RequestDeadlines(self.ap)
@@ -130,27 +138,81 @@ class Launcher:
         return await self._send(handle, request)
 
     async def launch_eval(self, final: bool = False) -> None:
-        """Launch an eval when the gate says so (or, `final`, of the last weights)."""
+        """Launch an eval when the gate says so (or, `final`, of the last weights).
+
+        eval_grid 'budget_end': a due eval's snapshot is taken at a budget end even while every
+        evaluator is busy (it waits in `queued_evals`); the oldest waiting one goes to an idle
+        evaluator.
+        """
+        if self.ap.eval_grid == "budget_end" and not final:
+            await self._queue_due_eval()
+            await self._send_queued_eval()
+            return
         state = self.state
+        if not final and (state.stop_reason or not self._gate_open()):
+            return
+        idle = self._idle_evaluator()
+        if idle is not None:
+            ref, pending = await self._take_eval(final)
+            await self._send_eval(idle, ref, pending)
+
+    def _gate_open(self) -> bool:
+        state = self.state
+        return should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq)
+
+    def _idle_evaluator(self) -> WorkerHandle | None:
         if self.inflight("evaluator") >= self.ap.max_eval_inflight:
-            return
-        if not final and (
-            state.stop_reason
-            or not should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq)
-        ):
-            return
-        idle = [w for w in self.pool.of_role("evaluator") if w.idle]
-        if not idle:
-            return
+            return None
+        return next((w for w in self.pool.of_role("evaluator") if w.idle), None)
+
+    async def _take_eval(self, final: bool) -> tuple[SnapshotRef, PendingEval]:
+        """The current weights, cloned and published, to score; a scheduled eval moves the gate."""
+        state = self.state
         weights = await self.heavy.run(clone_state, state.trainer.learner.network)
         owed = state.trainer.owed_steps()
-        pending = PendingEval(weights, state.last_eval_iter, state.envstep, owed, final)
+        previous = state.last_eval_iter
+        pending = PendingEval(weights, previous, state.envstep, owed, state.train_iter, final)
         if not final:  # as in sync, the final eval does not move the gate
             state.last_eval_iter = state.train_iter
-        ref = await self._publish(force=True, reason="eval")
-        request = EvalRequest(next(self.request_ids), ref, state.train_iter, state.envstep)
+        return await self._publish(force=True, reason="eval"), pending
+
+    async def _send_eval(self, handle: WorkerHandle, ref: SnapshotRef, pending: PendingEval):
+        request = EvalRequest(next(self.request_ids), ref, pending.version, pending.envstep)
         self.pending_evals[request.request_id] = pending
-        await self._send(idle[0], request)
+        await self._send(handle, request)
+
+    async def _queue_due_eval(self) -> None:
+        """eval_grid 'budget_end': at a budget end (or before any training, as sync's first
+        check) where the gate is due, hold the weights' snapshot until an evaluator is idle."""
+        state = self.state
+        completed = state.trainer.completed_budgets
+        at_budget_end = completed != self.budgets_seen or state.train_iter == 0
+        self.budgets_seen = completed
+        if not at_budget_end or state.stop_reason or not self._gate_open():
+            return
+        if len(self.queued_evals) >= self.ap.max_queued_evals:
+            log.info("eval due at iter %d waits: the eval queue is full", state.train_iter)
+            return  # the gate stays open: the next budget end is due
+        ref, pending = await self._take_eval(final=False)
+        self.publisher.acquire(ref)  # the queue's lease, returned once sent
+        self.queued_evals.append((ref, pending))
+
+    async def _send_queued_eval(self) -> None:
+        if self.queued_evals and self.state.stop_reason == "stop_value":
+            self.drop_queued_evals()  # a version already passed: later ones decide nothing
+        if not self.queued_evals:
+            return
+        idle = self._idle_evaluator()
+        if idle is None:
+            return
+        ref, pending = self.queued_evals.popleft()
+        await self._send_eval(idle, ref, pending)
+        self.publisher.release(ref)
+
+    def drop_queued_evals(self) -> None:
+        """Forget the evals waiting for an evaluator and return their snapshots' leases."""
+        while self.queued_evals:
+            self.publisher.release(self.queued_evals.popleft()[0])
 
     async def _send(self, handle: WorkerHandle, request: CollectRequest | EvalRequest) -> bool:
         """Send a registered request; on failure, forget it and report the worker gone.
@@ -198,7 +260,7 @@ class Launcher:
         self.deadlines.drop(handle)
         self.collect_launch_iter.pop(request_id, None)
         lost = self.pending_evals.pop(request_id, None)
-        if lost is not None:
+        if lost is not None and self.state.last_eval_iter == lost.version:
             self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
         handle.request = None
 

@@ -120,8 +120,8 @@ class AsyncRun:
         state = self.state
         if state.stop_reason == "stop_value" or not self.pool.of_role("evaluator"):
             return True  # nothing left to score, or nothing to score it with
-        if self.launcher.pending_evals:
-            return False  # wait for evaluations in flight: one may be of the last weights
+        if self.launcher.pending_evals or self.launcher.queued_evals:
+            return False  # wait for the evals due or in flight: one may be of the last weights
         if not needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
             return True
         await self.launcher.launch_eval(final=True)
