@@ -1,10 +1,11 @@
-"""The async eval grid (`async_pipeline.eval_grid`): which versions an eval scores.
+"""The eval grid (`policy.eval_grid`): which versions an eval scores, in both pipelines.
 
-'budget_end' scores only versions at the end of a train budget, as the sync pipeline checks its
-gate between collects; an eval due while the evaluator is busy waits with its snapshot held and
-is then sent with the version and counters of when it was due. The launcher runs for real on a
-real run state (the fakes of launch_fakes.py); the expected versions are worked out by hand from
-EVAL_FREQ and the budget ends each test sets.
+'budget_end' scores only versions at the end of a train budget (the sync pipeline's own: its
+gate is checked between collects); async, an eval due while the evaluator is busy waits with
+its snapshot held and is then sent with the version and counters of when it was due.
+'learner_step' scores the versions at multiples of eval_freq (async's own; sync then evaluates
+inside a budget). The launcher runs for real on a real run state (the fakes of launch_fakes.py);
+the expected versions are worked out by hand from EVAL_FREQ and the budget ends each test sets.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from zeropipe.pipeline.async_launch import Launcher
 from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import open_run
+from zeropipe.pipeline.sync import train_sync
 
 EVAL_FREQ = 8
 # (train_iter, a budget ended there): budgets of 5, 6, 3 and 6 steps, with learner steps between
@@ -28,9 +30,13 @@ STEPS = [(3, False), (5, True), (8, False), (9, False), (11, True), (12, False),
 STEPS += [(19, False), (20, True)]
 
 
-def _state(tmp_path, **async_pipeline) -> RunState:
+def _state(tmp_path, eval_grid=None, **async_pipeline) -> RunState:
     cfg = tiny_config(
-        tmp_path / "run", eval_freq=EVAL_FREQ, learner_num_threads=1, async_pipeline=async_pipeline
+        tmp_path / "run",
+        eval_freq=EVAL_FREQ,
+        eval_grid=eval_grid,
+        learner_num_threads=1,
+        async_pipeline=async_pipeline,
     )
     return open_run(cfg, resume=False)[0]
 
@@ -64,6 +70,7 @@ def _reply(launcher: Launcher, pool: RecordingPool) -> None:
     [
         ("budget_end", [11, 20]),  # 5 < 8; 11 - 0 >= 8; 14 - 11 < 8; 20 - 11 >= 8
         ("learner_step", [8, 19]),  # the first step at or past 8, then at or past 16
+        (None, [8, 19]),  # async's own grid
     ],
 )
 async def test_which_versions_each_grid_scores(tmp_path, grid, expected_versions):
@@ -136,6 +143,22 @@ async def test_a_lost_eval_does_not_rewind_the_gate_past_a_later_eval(tmp_path):
     state.run.close()
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("grid", "step"),
+    [(None, 10), ("budget_end", 10), ("learner_step", 8)],  # sync's own grid: budget_end
+)
+def test_a_sync_run_scores_the_versions_of_its_grid(tmp_path, grid, step):
+    """Budgets of 5 learner steps, eval_freq 8: between collects the versions due are 10, 20,
+    ...; inside the budgets, 8, 16, 24, ... (every one until the stop, then the final eval)."""
+    cfg = tiny_config(tmp_path / "run", eval_freq=EVAL_FREQ, eval_grid=grid, update_per_collect=5)
+    summary = train_sync(cfg, show_progress=False)
+    versions = [e["policy_version"] for e in events(tmp_path / "run") if e["event"] == "eval"]
+    scheduled = len(versions) - (versions[-1] == summary.train_iter)
+    assert scheduled >= 3
+    assert versions[:scheduled] == list(range(step, step * scheduled + 1, step))
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("no_leaks")
 async def test_a_budget_end_run_scores_only_versions_at_budget_ends(tmp_path):
@@ -148,7 +171,8 @@ async def test_a_budget_end_run_scores_only_versions_at_budget_ends(tmp_path):
         tmp_path / "run",
         eval_freq=EVAL_FREQ,
         update_per_collect=5,
-        async_pipeline={"eval_grid": "budget_end", "max_queued_evals": 64},
+        eval_grid="budget_end",
+        async_pipeline={"max_queued_evals": 64},
     )
     summary = await train_async(cfg, show_progress=False)
     versions = [e["policy_version"] for e in events(tmp_path / "run") if e["event"] == "eval"]

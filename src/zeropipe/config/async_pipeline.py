@@ -55,20 +55,11 @@ class AsyncPipelineConfig(Section):
         "its data arrives as training runs out: less collect-ahead and a fresher collect policy "
         "per env step, the learner no less busy.",
     )
-    eval_grid: Literal["learner_step", "budget_end"] = Field(
-        "learner_step",
-        description="Which versions an eval scores. 'learner_step': the gate is checked after "
-        "every learner step and an eval starts when it is due and an evaluator is idle, so "
-        "evals follow eval_freq as closely as the evaluators allow. 'budget_end': as the sync "
-        "pipeline (the reference's schedule: the gate is checked between collects, i.e. when a "
-        "train budget ends): only a version at the end of a budget is scored, and one due while "
-        "every evaluator is busy waits, its snapshot held, until one is idle (up to "
-        "max_queued_evals; past that a due eval waits for the next budget end). Both pipelines "
-        "then score versions on the same grid, so their curves (and env steps to a threshold) "
-        "compare; 'learner_step' scores versions up to a budget earlier.",
-    )
     max_queued_evals: int = Field(
-        4, ge=1, description="eval_grid 'budget_end': due evals held waiting for an evaluator."
+        4,
+        ge=1,
+        description="policy.eval_grid 'budget_end': due evals held waiting for an evaluator "
+        "(past that a due eval waits for the next budget end).",
     )
     eval_at_start: bool = Field(False, description="Evaluate once before training.")
     collector_num_cpus: int = Field(1, ge=1, description="Torch threads per collector worker.")

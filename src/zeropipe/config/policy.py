@@ -220,12 +220,29 @@ class PolicyConfig(Section):
     policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
+    eval_grid: Literal["budget_end", "learner_step"] | None = Field(
+        None,
+        description="Which versions an eval scores. 'budget_end': the gate is checked when a "
+        "train budget ends (between collects), so the first budget end eval_freq or more learner "
+        "steps after the last eval is scored (the reference's sync schedule); async, an eval due "
+        "while every evaluator is busy waits with its snapshot (async_pipeline.max_queued_evals). "
+        "'learner_step': the gate is checked after every learner step, so the versions at "
+        "multiples of eval_freq are scored (sync evaluates inside a budget; async as soon as an "
+        "evaluator is idle). None: each pipeline's own, sync 'budget_end', async "
+        "'learner_step'. Set one grid for both to compare their curves per env step.",
+    )
     save_ckpt_freq: int = Field(
         1000, ge=1, description="Write a periodic checkpoint every this many train iterations."
     )
     async_pipeline: AsyncPipelineConfig = Field(
         default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."
     )
+
+    def resolved_eval_grid(self, async_run: bool) -> str:
+        """The eval grid a pipeline uses (`eval_grid`, else its own)."""
+        if self.eval_grid is not None:
+            return self.eval_grid
+        return "learner_step" if async_run else "budget_end"
 
     def search_config(self, num_simulations: int) -> Any:
         """The `mcts.SearchConfig` of this type's search policy with `num_simulations`.

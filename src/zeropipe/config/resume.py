@@ -39,6 +39,7 @@ RESUMABLE = (
     "env.eval_max_episode_steps",
     "policy.device",
     "policy.eval_freq",
+    "policy.eval_grid",
     "policy.eval_num_simulations",
     "policy.save_ckpt_freq",
     "policy.async_pipeline.",

@@ -144,7 +144,7 @@ class Launcher:
         evaluator is busy (it waits in `queued_evals`); the oldest waiting one goes to an idle
         evaluator.
         """
-        if self.ap.eval_grid == "budget_end" and not final:
+        if self.cfg.policy.resolved_eval_grid(async_run=True) == "budget_end" and not final:
             await self._queue_due_eval()
             await self._send_queued_eval()
             return

@@ -91,17 +91,25 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
         collector.load_weights(learner.network.state_dict(), state.train_iter)
         params = collect_params(cfg, state.train_iter, state.envstep)
         state.absorb_collect(collector.collect(params.temperature, params.epsilon))
-        _train_budgets(state, progress)
+        _train_budgets(state, evaluator, progress)
         state.check_limits()
         state.maybe_checkpoint()
         progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
 
 
-def _train_budgets(state: RunState, progress: ProgressLine) -> None:
-    """Every learner step owed (up to `max_train_iter`); runner.learner_step logs them."""
-    while state.trainer.budgets and state.train_iter < state.cfg.max_train_iter:
+def _train_budgets(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
+    """Every learner step owed (up to `max_train_iter`); runner.learner_step logs them.
+
+    eval_grid 'learner_step': an eval as soon as one is due, inside the budget."""
+    cfg = state.cfg
+    inside = cfg.policy.resolved_eval_grid(async_run=False) == "learner_step"
+    while state.trainer.budgets and state.train_iter < cfg.max_train_iter:
         learner_step(state)
         progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
+        if inside and should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
+            _evaluate(state, evaluator, progress)
+            if state.stop_reason:
+                return
 
 
 def _evaluate(
