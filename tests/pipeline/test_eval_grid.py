@@ -58,6 +58,16 @@ async def _step_to(launcher: Launcher, train_iter: int, budget_end: bool) -> Non
     await launcher.launch_eval()
 
 
+def _assert_scheduled_every(run_dir, summary, step: int) -> None:
+    """The run's evals were step, 2 step, 3 step, ... up to its stop, then at most the final
+    eval of its last version (after a max_env_step stop the owed budgets are trained without
+    evals, as in sync; the final eval is skipped if that version was scored already)."""
+    versions = [e["policy_version"] for e in events(run_dir) if e["event"] == "eval"]
+    scheduled = len(versions) - (versions[-1] == summary.train_iter)
+    assert scheduled >= 3
+    assert versions[:scheduled] == list(range(step, step * scheduled + 1, step))
+
+
 def _reply(launcher: Launcher, pool: RecordingPool) -> None:
     """The evaluator answers the last request it was sent."""
     request = pool.sent[-1]
@@ -153,10 +163,7 @@ def test_a_sync_run_scores_the_versions_of_its_grid(tmp_path, grid, step):
     ...; inside the budgets, 8, 16, 24, ... (every one until the stop, then the final eval)."""
     cfg = tiny_config(tmp_path / "run", eval_freq=EVAL_FREQ, eval_grid=grid, update_per_collect=5)
     summary = train_sync(cfg, show_progress=False)
-    versions = [e["policy_version"] for e in events(tmp_path / "run") if e["event"] == "eval"]
-    scheduled = len(versions) - (versions[-1] == summary.train_iter)
-    assert scheduled >= 3
-    assert versions[:scheduled] == list(range(step, step * scheduled + 1, step))
+    _assert_scheduled_every(tmp_path / "run", summary, step)
 
 
 @pytest.mark.timeout(180)
@@ -175,10 +182,5 @@ async def test_a_budget_end_run_scores_only_versions_at_budget_ends(tmp_path):
         async_pipeline={"max_queued_evals": 64},
     )
     summary = await train_async(cfg, show_progress=False)
-    versions = [e["policy_version"] for e in events(tmp_path / "run") if e["event"] == "eval"]
-    # after the stop (max_env_step) the owed budgets are trained without evals, as in sync;
-    # then the final eval scores the last version, unless it was scored already
-    scheduled = len(versions) - (versions[-1] == summary.train_iter)
-    assert scheduled >= 3
-    assert versions[:scheduled] == list(range(10, 10 * scheduled + 1, 10))
+    _assert_scheduled_every(tmp_path / "run", summary, 10)
     assert summary.train_iter % 5 == 0

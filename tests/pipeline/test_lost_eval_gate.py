@@ -29,10 +29,6 @@ def state(tmp_path) -> Iterator[RunState]:
     run_state.run.close()
 
 
-def _launcher(state: RunState, pool: RecordingPool) -> Launcher:
-    return fake_launcher(state, pool)
-
-
 async def _launch_at(launcher: Launcher, state: RunState, train_iter: int) -> None:
     state.trainer.learner.train_iter = train_iter
     await launcher.launch_eval()
@@ -50,7 +46,7 @@ async def test_an_eval_lost_with_its_worker_is_launched_again_when_due(
     state, relaunch_iter, expected_eval_iters
 ):
     pool = RecordingPool()
-    launcher = _launcher(state, pool)
+    launcher = fake_launcher(state, pool)
     evaluator = pool.workers[0]
     await _launch_at(launcher, state, 8)  # due: 8 - 0 >= EVAL_FREQ
     assert [r.train_iter for r in pool.sent] == [8]
@@ -72,7 +68,7 @@ async def test_an_eval_that_was_scored_closes_the_gate_for_eval_freq_iterations(
     state, next_iters, expected_eval_iters
 ):
     pool = RecordingPool()
-    launcher = _launcher(state, pool)
+    launcher = fake_launcher(state, pool)
     evaluator = pool.workers[0]
     await _launch_at(launcher, state, 8)
     launcher.finish(evaluator, pool.sent[-1].request_id)  # its reply came

@@ -79,6 +79,7 @@ class Launcher:
         self.request_ids = itertools.count()
         self.last_published: int | None = None
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
+        self.eval_at_budget_ends = cfg.policy.resolved_eval_grid(async_run=True) == "budget_end"
         # eval_grid 'budget_end': due evals waiting for an evaluator, each snapshot leased
         self.queued_evals: deque[tuple[SnapshotRef, PendingEval]] = deque()
         self.budgets_seen = state.trainer.completed_budgets
@@ -144,7 +145,7 @@ class Launcher:
         evaluator is busy (it waits in `queued_evals`); the oldest waiting one goes to an idle
         evaluator.
         """
-        if self.cfg.policy.resolved_eval_grid(async_run=True) == "budget_end" and not final:
+        if self.eval_at_budget_ends and not final:
             await self._queue_due_eval()
             await self._send_queued_eval()
             return
@@ -199,7 +200,7 @@ class Launcher:
 
     async def _send_queued_eval(self) -> None:
         if self.queued_evals and self.state.stop_reason == "stop_value":
-            self.drop_queued_evals()  # a version already passed: later ones decide nothing
+            self._drop_queued_evals()  # a version already passed: later ones decide nothing
         if not self.queued_evals:
             return
         idle = self._idle_evaluator()
@@ -209,7 +210,7 @@ class Launcher:
         await self._send_eval(idle, ref, pending)
         self.publisher.release(ref)
 
-    def drop_queued_evals(self) -> None:
+    def _drop_queued_evals(self) -> None:
         """Forget the evals waiting for an evaluator and return their snapshots' leases."""
         while self.queued_evals:
             self.publisher.release(self.queued_evals.popleft()[0])
