@@ -3,9 +3,11 @@
 'budget_end' scores only versions at the end of a train budget (the sync pipeline's own: its
 gate is checked between collects); async, an eval due while the evaluator is busy waits with
 its snapshot held and is then sent with the version and counters of when it was due.
-'learner_step' scores the versions at multiples of eval_freq (async's own; sync then evaluates
-inside a budget). The launcher runs for real on a real run state (the fakes of launch_fakes.py);
-the expected versions are worked out by hand from EVAL_FREQ and the budget ends each test sets.
+'learner_step' scores the versions at multiples of eval_freq (sync then evaluates inside a
+budget; async's due evals wait the same way). Async's own grid (None) checks the gate at every
+learner step too but does not wait: a busy evaluator's next eval scores the current version.
+The launcher runs for real on a real run state (the fakes of launch_fakes.py); the expected
+versions are worked out by hand from EVAL_FREQ and the budget ends each test sets.
 """
 
 from __future__ import annotations
@@ -92,6 +94,25 @@ async def test_which_versions_each_grid_scores(tmp_path, grid, expected_versions
         if pool.workers[0].request is not None:
             _reply(launcher, pool)  # the evaluator is quick: never busy at the next step
     assert [r.train_iter for r in pool.sent] == expected_versions
+    state.run.close()
+
+
+@pytest.mark.parametrize(
+    ("grid", "expected_sent"),
+    [
+        ("learner_step", [(8, 80), (16, 160)]),  # 16 was due while the evaluator was busy
+        (None, [(8, 80), (19, 190)]),  # async's own: the version current once it is idle
+    ],
+)
+async def test_a_set_learner_step_grid_waits_for_the_evaluator(tmp_path, grid, expected_sent):
+    state = _state(tmp_path, eval_grid=grid)
+    pool = RecordingPool()
+    launcher = fake_launcher(state, pool)
+    for train_iter in (8, 16, 18):  # 8 is sent and not answered before 19
+        await _step_to(launcher, train_iter, budget_end=False)
+    _reply(launcher, pool)
+    await _step_to(launcher, 19, budget_end=False)
+    assert [(r.train_iter, r.envstep) for r in pool.sent] == expected_sent
     state.run.close()
 
 

@@ -58,8 +58,8 @@ class AsyncPipelineConfig(Section):
     max_queued_evals: int = Field(
         4,
         ge=1,
-        description="policy.eval_grid 'budget_end': due evals held waiting for an evaluator "
-        "(past that a due eval waits for the next budget end).",
+        description="policy.eval_grid set: due evals held waiting for an evaluator (past that "
+        "a due eval waits for the grid's next point: the next budget end, or learner step).",
     )
     eval_at_start: bool = Field(False, description="Evaluate once before training.")
     collector_num_cpus: int = Field(1, ge=1, description="Torch threads per collector worker.")

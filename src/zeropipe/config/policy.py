@@ -224,12 +224,13 @@ class PolicyConfig(Section):
         None,
         description="Which versions an eval scores. 'budget_end': the gate is checked when a "
         "train budget ends (between collects), so the first budget end eval_freq or more learner "
-        "steps after the last eval is scored (the reference's sync schedule); async, an eval due "
-        "while every evaluator is busy waits with its snapshot (async_pipeline.max_queued_evals). "
-        "'learner_step': the gate is checked after every learner step, so the versions at "
-        "multiples of eval_freq are scored (sync evaluates inside a budget; async as soon as an "
-        "evaluator is idle). None: each pipeline's own, sync 'budget_end', async "
-        "'learner_step'. Set one grid for both to compare their curves per env step.",
+        "steps after the last eval is scored (the reference's sync schedule). 'learner_step': "
+        "the gate is checked after every learner step, so the versions at multiples of "
+        "eval_freq are scored (sync evaluates inside a budget). Async, on either, an eval due "
+        "while every evaluator is busy waits with its snapshot (async_pipeline."
+        "max_queued_evals). None: each pipeline's own, sync 'budget_end', async 'learner_step' "
+        "without the wait (a busy evaluator's next eval scores the version current when it is "
+        "idle). Set one grid for both to compare their curves per env step.",
     )
     save_ckpt_freq: int = Field(
         1000, ge=1, description="Write a periodic checkpoint every this many train iterations."

@@ -80,7 +80,10 @@ class Launcher:
         self.last_published: int | None = None
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
         self.eval_at_budget_ends = cfg.policy.resolved_eval_grid(async_run=True) == "budget_end"
-        # eval_grid 'budget_end': due evals waiting for an evaluator, each snapshot leased
+        # A grid set in the config (either) scores exactly its versions: a due eval's snapshot
+        # waits for an evaluator. Async's own (None) scores the version current when one is idle.
+        self.queue_due_evals = cfg.policy.eval_grid is not None
+        # due evals waiting for an evaluator, each snapshot leased
         self.queued_evals: deque[tuple[SnapshotRef, PendingEval]] = deque()
         self.budgets_seen = state.trainer.completed_budgets
         self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
@@ -141,11 +144,11 @@ class Launcher:
     async def launch_eval(self, final: bool = False) -> None:
         """Launch an eval when the gate says so (or, `final`, of the last weights).
 
-        eval_grid 'budget_end': a due eval's snapshot is taken at a budget end even while every
-        evaluator is busy (it waits in `queued_evals`); the oldest waiting one goes to an idle
-        evaluator.
+        `policy.eval_grid` set ('budget_end' or 'learner_step'): a due eval's snapshot is taken
+        when it is due even while every evaluator is busy (it waits in `queued_evals`); the oldest
+        waiting one goes to an idle evaluator.
         """
-        if self.eval_at_budget_ends and not final:
+        if self.queue_due_evals and not final:
             await self._queue_due_eval()
             await self._send_queued_eval()
             return
@@ -183,13 +186,16 @@ class Launcher:
         await self._send(handle, request)
 
     async def _queue_due_eval(self) -> None:
-        """eval_grid 'budget_end': at a budget end (or before any training, as sync's first
-        check) where the gate is due, hold the weights' snapshot until an evaluator is idle."""
+        """Where the gate is due on the grid (any learner step; 'budget_end': a budget end, or
+        before any training, as sync's first check), hold the weights' snapshot until an
+        evaluator is idle."""
         state = self.state
-        completed = state.trainer.completed_budgets
-        at_budget_end = completed != self.budgets_seen or state.train_iter == 0
-        self.budgets_seen = completed
-        if not at_budget_end or state.stop_reason or not self._gate_open():
+        on_grid = True
+        if self.eval_at_budget_ends:
+            completed = state.trainer.completed_budgets
+            on_grid = completed != self.budgets_seen or state.train_iter == 0
+            self.budgets_seen = completed
+        if not on_grid or state.stop_reason or not self._gate_open():
             return
         if len(self.queued_evals) >= self.ap.max_queued_evals:
             log.info("eval due at iter %d waits: the eval queue is full", state.train_iter)
