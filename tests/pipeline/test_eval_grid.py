@@ -187,6 +187,19 @@ def test_a_sync_run_scores_the_versions_of_its_grid(tmp_path, grid, step):
     _assert_scheduled_every(tmp_path / "run", summary, step)
 
 
+@pytest.mark.timeout(120)
+def test_a_sync_learner_step_run_schedules_no_eval_once_the_env_steps_are_spent(tmp_path):
+    """eval_freq 2 puts a due version in every budget of 5, the last one (trained after the
+    collect that spent max_env_step) included: none of them is scheduled there, as on
+    'budget_end' and async; the final eval scores the last version."""
+    cfg = tiny_config(tmp_path / "run", eval_freq=2, eval_grid="learner_step", update_per_collect=5)
+    summary = train_sync(cfg, show_progress=False)
+    evals = [e for e in events(tmp_path / "run") if e["event"] == "eval"]
+    assert [e["envstep"] >= cfg.max_env_step for e in evals].count(True) == 1
+    assert evals[-1]["policy_version"] == summary.train_iter
+    assert evals[-2]["policy_version"] <= summary.train_iter - 5  # before the last budget
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("no_leaks")
 async def test_a_budget_end_run_scores_only_versions_at_budget_ends(tmp_path):

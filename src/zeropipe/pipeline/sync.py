@@ -100,9 +100,12 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
 def _train_budgets(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
     """Every learner step owed (up to `max_train_iter`); runner.learner_step logs them.
 
-    eval_grid 'learner_step': an eval as soon as one is due, inside the budget."""
+    eval_grid 'learner_step': an eval as soon as one is due, inside the budget, unless the
+    env steps are spent (the budgets owed then are trained without evals, as on 'budget_end'
+    and async; the final eval scores the last weights)."""
     cfg = state.cfg
     inside = cfg.policy.resolved_eval_grid(async_run=False) == "learner_step"
+    inside = inside and state.envstep < cfg.max_env_step
     while state.trainer.budgets and state.train_iter < cfg.max_train_iter:
         learner_step(state)
         progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
