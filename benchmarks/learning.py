@@ -1,23 +1,25 @@
 """`python -m benchmarks learning`: configs × seeds × pipelines, judged by their eval curves.
 
-Runs in: its own process; each training run is the real CLI in a subprocess, as many at once as
-the cores allow. One seed passing a threshold once says little, so per (config, pipeline) it
-prints the success rate at the threshold, the median and range of env steps and wall seconds to
-it, the best and final eval, and the largest drop after the first success (how far an eval fell
-below the best eval seen before it, once the threshold was reached); with `--hold-envsteps N`
-(runs continued past success: set the stop value out of reach) also the lowest eval in the N env
-steps after the first success, "n/c" where a run stopped before N. It writes the table as JSON
-and the curves as one PNG (mean with a min–max band per config and pipeline); with both pipelines
-it also prints async's env steps over sync's pooled over the configs, with a bootstrap interval
-(`benchmarks.learning_stats`). `--judge-only DIR`
-trains nothing: it judges the run directories an earlier invocation left in DIR (an interrupted
-set: a run without a "stop" record counts as failed) and writes the table and PNG there.
+Runs in: its own process; each training run is the real CLI in a subprocess, as many at once as the
+cores allow. One seed passing a threshold once says little, so per (config, pipeline) it prints the
+success rate at the threshold, the median and range of env steps, learner steps and wall seconds to
+it, the learner steps owed then (data collected that the weights had not yet trained for: how far
+the env steps ran ahead of training), the best and final eval, and the largest drop after the first
+success (how far an eval fell below the best eval seen before it, once the threshold was reached);
+with `--hold-envsteps N` (runs continued past success: set the stop value out of reach) also the
+lowest eval in the N env steps after the first success, "n/c" where a run stopped before N. It
+writes the table as JSON and the curves as one PNG (mean with a min–max band per config and
+pipeline); with both pipelines it also prints async's env steps over sync's pooled over the
+configs, with a bootstrap interval (`benchmarks.learning_stats`). `--judge-only DIR` trains
+nothing: it judges the run directories an earlier invocation left in DIR (an interrupted set: a run
+without a "stop" record counts as failed) and writes the table and PNG there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -63,6 +65,10 @@ class Curve:
     wall_s: list[float]
     rewards: list[float]
     returncode: int
+    # per eval: the evaluated weights' learner steps, and the learner steps of collected data
+    # they had not yet trained for (the eval lines' owed_learner_steps); NaN where not logged
+    learner_steps: list[float] = field(default_factory=list)
+    owed: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,10 @@ class Row:
     # per successful seed: the lowest eval in (first success, first success + hold_envsteps],
     # None where the run stopped before the end of that window
     lowest_in_hold: list[float | None] = field(default_factory=list)
+    # per successful seed where its eval line says (NaN dropped): learner steps at the first
+    # success, and the learner steps owed then (data collected and not yet trained for)
+    learner_steps_to_threshold: list[float] = field(default_factory=list)
+    owed_at_threshold: list[float] = field(default_factory=list)
 
 
 def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
@@ -99,15 +109,17 @@ def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
 
 def _read_curve(spec: RunSpec, returncode: int) -> Curve:
     try:
-        reward = read_run(spec.run_dir).reward
+        run = read_run(spec.run_dir)
     except InputError:  # the run logged no eval (it failed or was too short)
         return Curve(spec, [], [], [], returncode)
     return Curve(
         spec,
-        reward.envstep.astype(int).tolist(),
-        reward.time_s.tolist(),
-        reward.value.tolist(),
+        run.reward.envstep.astype(int).tolist(),
+        run.reward.time_s.tolist(),
+        run.reward.value.tolist(),
         returncode,
+        run.learner_step.value.tolist(),
+        run.owed.value.tolist(),
     )
 
 
@@ -142,6 +154,7 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
     """Success rate and spread over the seeds of one (config, pipeline); with `hold_envsteps`,
     the lowest eval of each successful seed in that many env steps after its first success."""
     steps, walls, bests, finals, drops, holds = [], [], [], [], [], []
+    learner, owed = [], []
     for curve in curves:
         if not curve.rewards:
             continue
@@ -153,6 +166,8 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
         steps.append(curve.envsteps[first])
         walls.append(curve.wall_s[first])
         drops.append(_largest_drop(curve.rewards[first:]))
+        learner += _logged(curve.learner_steps, first)
+        owed += _logged(curve.owed, first)
         if hold_envsteps:
             holds.append(_lowest_in_hold(curve, first, hold_envsteps))
     spec = curves[0].spec
@@ -170,7 +185,16 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
         failed_runs=sum(c.returncode != 0 for c in curves),
         hold_envsteps=hold_envsteps,
         lowest_in_hold=holds,
+        learner_steps_to_threshold=learner,
+        owed_at_threshold=owed,
     )
+
+
+def _logged(values: list[float], index: int) -> list[float]:
+    """[values[index]] where the eval line logged it, else []."""
+    if index >= len(values) or math.isnan(values[index]):
+        return []
+    return [values[index]]
 
 
 def _lowest_in_hold(curve: Curve, first: int, hold_envsteps: int) -> float | None:
@@ -204,8 +228,9 @@ def format_table(rows: list[Row]) -> str:
     threshold over the sync row's of the same config (issue 23 asks for ≤ 1.25)."""
     head = (
         "| config | pipeline | success | env steps to threshold | async / sync median "
-        "| wall s to it | best | final | largest drop after success |\n"
-        "|---|---|---|---|---|---|---|---|---|"
+        "| learner steps to it | owed then | wall s to it | best | final "
+        "| largest drop after success |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     hold = max((row.hold_envsteps for row in rows), default=0)
     if hold:
@@ -217,6 +242,7 @@ def format_table(rows: list[Row]) -> str:
         line = (
             f"| {name} (≥ {row.threshold:g}) | {row.pipeline} | {row.successes}/{row.seeds} "
             f"| {_spread(row.envsteps_to_threshold)} | {_async_ratio(row, rows)} "
+            f"| {_spread(row.learner_steps_to_threshold)} | {_spread(row.owed_at_threshold)} "
             f"| {_spread(row.wall_s_to_threshold)} "
             f"| {_spread(row.best)} | {_spread(row.final)} "
             f"| {_spread(row.largest_drop_after_success)} |"

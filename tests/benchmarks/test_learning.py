@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,20 @@ def test_judge_only_over_a_directory_without_runs_says_so(tmp_path, capsys):
         with pytest.raises(SystemExit, match=str(directory)):
             main(["--judge-only", str(directory), "--threshold", "475"])
     assert "| " not in capsys.readouterr().out
+
+
+def test_the_learner_steps_to_the_threshold_and_the_steps_owed_then():
+    """Per successful seed, from its first success's eval line; a line without them is left out."""
+    nan = float("nan")
+    first = _curve(0, [1000, 2000, 3000], [100, 200, 150], pipeline="async")
+    second = _curve(1, [1000, 2000, 3000], [100, 150, 300], pipeline="async")
+    curves = [
+        replace(first, learner_steps=[100.0, 300.0, 400.0], owed=[90.0, 120.0, 10.0]),
+        replace(second, learner_steps=[100.0, 200.0, 500.0], owed=[80.0, 60.0, nan]),
+        _curve(2, [1000], [100], pipeline="async"),  # never succeeds
+    ]
+    row = judge(curves, threshold=195)
+    assert row.learner_steps_to_threshold == [300.0, 500.0]
+    assert row.owed_at_threshold == [120.0]
+    cells = [cell.strip() for cell in format_table([row]).splitlines()[-1].split("|")]
+    assert cells[6:8] == ["400 [300–500]", "120 [120–120]"]

@@ -44,14 +44,18 @@ def test_an_eval_that_arrives_later_is_logged_at_its_snapshot(tmp_path):
 
 
 def test_a_sync_eval_is_logged_at_the_current_counters(tmp_path):
+    """Inside a budget (eval_grid 'learner_step') a sync eval owes the rest of it: 100 - 30."""
     state = _state(tmp_path)
     weights = state.trainer.learner.network.state_dict()
     state.envstep, state.trainer.learner.train_iter = 1000, 300
     state.record_eval(_outcome(300, 5.0), weights)
+    state.trainer.budgets.append(TrainBudget(100, None, progress=30))
+    state.record_eval(_outcome(300, 6.0), weights)
     state.run.close()
-    line = [e for e in events(tmp_path / "run") if e["event"] == "eval"][-1]
-    assert (line["envstep"], line["train_iter"]) == (1000, 300)
-    assert not {"result_envstep", "result_train_iter", "owed_learner_steps"} & set(line)
+    lines = [e for e in events(tmp_path / "run") if e["event"] == "eval"]
+    assert [(e["envstep"], e["train_iter"]) for e in lines] == [(1000, 300), (1000, 300)]
+    assert [e["owed_learner_steps"] for e in lines] == [0, 70]
+    assert not {"result_envstep", "result_train_iter"} & set(lines[-1])
 
 
 def test_owed_steps_are_what_the_queued_budgets_have_left(tmp_path):

@@ -57,6 +57,8 @@ class RunCurves:
     name: str  # exp_name's last path component
     config_key: str  # resolved config without seed and exp_name, canonical JSON
     reward: Curve  # eval reward_mean
+    learner_step: Curve  # eval train_iter: the evaluated weights' learner steps (NaN: absent)
+    owed: Curve  # eval owed_learner_steps (NaN where a line has none: sync's, until 2026-12-04)
     envstep_per_s: Curve  # from collect lines
     learner_steps_per_s: Curve  # from collect lines
 
@@ -99,6 +101,8 @@ def read_run(run_dir: Path) -> RunCurves:
         name=name,
         config_key=config_key,
         reward=_curve(evals, "reward_mean"),
+        learner_step=_curve(evals, "train_iter", missing=np.nan),
+        owed=_curve(evals, "owed_learner_steps", missing=np.nan),
         envstep_per_s=_curve(collects, "envstep_per_s"),
         learner_steps_per_s=_curve(collects, "learner_steps_per_s"),
     )
@@ -127,11 +131,12 @@ def _events(metrics: Path) -> tuple[list[dict], list[dict]]:
     return evals, collects
 
 
-def _curve(records: list[dict], field: str) -> Curve:
+def _curve(records: list[dict], field: str, missing: float = 0.0) -> Curve:
+    values = [r.get(field) for r in records]
     return Curve(
         envstep=np.array([r["envstep"] for r in records], dtype=np.float64),
         time_s=np.array([r["time_s"] for r in records], dtype=np.float64),
-        value=np.array([r.get(field) or 0.0 for r in records], dtype=np.float64),
+        value=np.array([missing if v is None else v for v in values], dtype=np.float64),
     )
 
 

@@ -137,23 +137,21 @@ class RunState:
         `final`: the eval of the last weights at a stop by a limit (`needs_final_eval`), outside
         the eval schedule; its line says so. `snapshot_at`: (the env steps collected, the learner
         steps queued and not yet trained) when the evaluated snapshot (version
-        `result.policy_version`) was taken; None: now (sync, where nothing moves during an eval
-        and no budget is owed). The line is at the snapshot's counters (env steps, and train_iter
-        = its version), so that a curve says what the evaluated weights had seen: an async eval's
-        result arrives while collecting and training go on, and its arrival counters
-        (`result_envstep`, `result_train_iter`) would make an async run look as if it needed more
-        env steps to the same weights than a sync one. `owed_learner_steps` is how far the
-        learner trailed the collectors then (async collects ahead of training, up to the budget
-        queue's cap): the part of an async run's env steps its weights had not yet trained for."""
+        `result.policy_version`) was taken; None: now (sync, where nothing moves during an eval).
+        The line is at the snapshot's counters (env steps, and train_iter = its version), so that
+        a curve says what the evaluated weights had seen: an async eval's result arrives while
+        collecting and training go on, and its arrival counters (`result_envstep`,
+        `result_train_iter`) would make an async run look as if it needed more env steps to the
+        same weights than a sync one. `owed_learner_steps`, on every line, is how far the learner
+        trailed the collectors then: the learner steps of the collected data the evaluated
+        weights had not yet trained for (sync: what is left of the budget in training, 0 at a
+        budget end; async also the budgets collected ahead, up to the budget queue's cap)."""
         at_envstep, at_iter, arrival = self.envstep, self.train_iter, {}
+        owed = self.trainer.owed_steps()
         if snapshot_at is not None:
             at_envstep, owed = snapshot_at
             at_iter = result.policy_version
-            arrival = {
-                "result_envstep": self.envstep,
-                "result_train_iter": self.train_iter,
-                "owed_learner_steps": owed,
-            }
+            arrival = {"result_envstep": self.envstep, "result_train_iter": self.train_iter}
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
         self.run.metrics.log(
@@ -165,6 +163,7 @@ class RunState:
             episode_returns=result.episode_returns,
             policy_version=result.policy_version,
             eval_duration_s=result.duration_s,
+            owed_learner_steps=owed,
             **arrival,
             **({"final": True} if final else {}),
         )
