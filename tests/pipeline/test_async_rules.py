@@ -80,7 +80,7 @@ def _jit_due(owed: int, step_s: float | None, collects_s: list[float]) -> bool:
     trainer = SimpleNamespace(owed_steps=lambda: owed, stats=stats)
     launcher = SimpleNamespace(
         state=SimpleNamespace(trainer=trainer),
-        deadlines=SimpleNamespace(recent_s={"collector": deque(collects_s)} if collects_s else {}),
+        collect_s=deque(collects_s),  # the walls of whole collects
     )
     return Launcher._due_just_in_time(launcher)
 

@@ -55,6 +55,16 @@ class AsyncPipelineConfig(Section):
         "its data arrives as training runs out: less collect-ahead and a fresher collect policy "
         "per env step, the learner no less busy.",
     )
+    collect_refresh_steps: int | None = Field(
+        None,
+        ge=1,
+        description="Steps (of every env) after which a collect in flight comes back to the "
+        "driver with what it has and goes on with the newest weights; the driver pushes a "
+        "collect's segments and queues its one train budget only when the whole collect is "
+        "done, as without it. Less policy lag per env step where the learner trains while "
+        "collects run (a deliberate deviation from DESIGN §5's one version per collect; "
+        "README 'Learning benchmark'). None: one policy version per collect (the reference).",
+    )
     max_queued_evals: int = Field(
         4,
         ge=1,

@@ -15,15 +15,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from zeropipe.pipeline.deadline import RequestDeadlines, WorkerHung
+from zeropipe.pipeline.collect_parts import CollectInParts
+from zeropipe.pipeline.deadline import DEADLINE_HISTORY, RequestDeadlines, WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError
+from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.request_server import Role
 
 if TYPE_CHECKING:
@@ -86,7 +88,8 @@ class Launcher:
         # due evals waiting for an evaluator, each snapshot leased
         self.queued_evals: deque[tuple[SnapshotRef, PendingEval]] = deque()
         self.budgets_seen = state.trainer.completed_budgets
-        self.collect_launch_iter: dict[int, int] = {}  # request_id -> train_iter at launch
+        self.collects: dict[str, CollectInParts] = {}  # collector name -> its collect in flight
+        self.collect_s: deque[float] = deque(maxlen=DEADLINE_HISTORY)  # whole collects' walls
         self.publish_s = 0.0  # seconds spent publishing snapshots
         self.deadlines = RequestDeadlines(self.ap)
 
@@ -121,25 +124,37 @@ class Launcher:
         learner step). Due whenever either is not measured yet, or nothing is owed."""
         owed = self.state.trainer.owed_steps()
         step_s = self.state.trainer.stats.step_s
-        collects = self.deadlines.recent_s.get("collector")
-        if not owed or step_s is None or not collects:
+        if not owed or step_s is None or not self.collect_s:
             return True
-        return owed * step_s <= statistics.median(collects)
+        return owed * step_s <= statistics.median(self.collect_s)
 
     async def _launch_collect(self, handle: WorkerHandle) -> bool:
         state = self.state
         ref = await self._snapshot_for_collect()
         params = collect_params(self.cfg, state.train_iter, state.envstep)
-        request = CollectRequest(
+        collect = CollectInParts(
+            state.train_iter, params.temperature, params.epsilon, self.cfg.num_segments
+        )
+        self.collects[handle.name] = collect
+        return await self._send(handle, self._collect_request(ref, collect))
+
+    async def continue_collect(self, handle: WorkerHandle) -> bool:
+        """Send `handle`'s collect on with the newest snapshot (`collect_part` returned None)."""
+        ref = await self._snapshot_for_collect()
+        return await self._send(handle, self._collect_request(ref, self.collects[handle.name]))
+
+    def _collect_request(self, ref: SnapshotRef, collect: CollectInParts) -> CollectRequest:
+        state = self.state
+        return CollectRequest(
             next(self.request_ids),
             ref,
             state.train_iter,
             state.envstep,
-            params.temperature,
-            params.epsilon,
+            collect.temperature,
+            collect.epsilon,
+            num_segments=collect.segments_left,
+            max_steps=self.ap.collect_refresh_steps or 0,
         )
-        self.collect_launch_iter[request.request_id] = state.train_iter
-        return await self._send(handle, request)
 
     async def launch_eval(self, final: bool = False) -> None:
         """Launch an eval when the gate says so (or, `final`, of the last weights).
@@ -250,9 +265,25 @@ class Launcher:
         self.deadlines.finish(handle)
         handle.request = None
 
-    def collect_done(self, request_id: int) -> int:
-        """The train_iter at which a finished collect was launched."""
-        return self.collect_launch_iter.pop(request_id)
+    def collect_part(
+        self, handle: WorkerHandle, part: CollectOutcome
+    ) -> tuple[CollectOutcome, dict[str, Any]] | None:
+        """A collect request of `handle` came back with `part`.
+
+        Returns:
+            The whole collect and its `collect` line's fields, once its segments are done (or
+            the run stops learning, so no later part would be trained on); None while the
+            collect goes on (call `continue_collect`).
+        """
+        collect = self.collects[handle.name]
+        collect.parts.append(part)
+        ending = self.state.stop_reason in ("stop_value", "max_train_iter", "error")
+        if collect.segments_left > 0 and not ending:
+            return None
+        del self.collects[handle.name]
+        self.collect_s.append(time.monotonic() - collect.started)
+        in_parts = self.ap.collect_refresh_steps is not None
+        return collect.merged(), collect.line_fields(in_parts)
 
     def eval_done(self, request_id: int) -> PendingEval:
         """What a finished eval scored: its exact weights, and whether it was the final eval."""
@@ -265,7 +296,7 @@ class Launcher:
         request_id, ref = handle.request
         self.publisher.release(ref)
         self.deadlines.drop(handle)
-        self.collect_launch_iter.pop(request_id, None)
+        self.collects.pop(handle.name, None)  # a collect in parts loses its parts too
         lost = self.pending_evals.pop(request_id, None)
         if lost is not None and self.state.last_eval_iter == lost.version:
             self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import torch
 
@@ -49,6 +50,17 @@ from zeropipe.workers.evaluator import EvalOutcome
 from zeropipe.workers.wire import segments_from_wire
 
 log = logging.getLogger("zeropipe.driver")
+
+
+def _decoded(worker: str, msg: CollectResult) -> CollectOutcome:
+    """A collect reply's outcome, its segments decoded (heavy thread)."""
+    return CollectOutcome(
+        segments=segments_from_wire(msg.segments, f"collect_result {msg.request_id} from {worker}"),
+        envstep_delta=msg.envstep_delta,
+        policy_version=msg.policy_version,
+        episode_returns=list(msg.episode_returns),
+        duration_s=msg.duration_s,
+    )
 
 
 class AsyncRun:
@@ -197,29 +209,22 @@ class AsyncRun:
 
     async def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
         self.launcher.finish(handle, msg.request_id)
-        launch_iter = self.launcher.collect_done(msg.request_id)
         handle.busy_s += msg.busy_s
-        await self.heavy.run(self._absorb, handle.name, handle.busy_s, msg, launch_iter)
+        part = await self.heavy.run(_decoded, handle.name, msg)
+        whole = self.launcher.collect_part(handle, part)
+        if whole is None:  # collect_refresh_steps: on with the newest weights
+            await self.launcher.continue_collect(handle)
+            return
+        outcome, fields = whole
+        await self.heavy.run(self._absorb, handle.name, handle.busy_s, outcome, fields)
 
-    def _absorb(self, worker: str, busy_s: float, msg: CollectResult, launch_iter: int) -> None:
-        """Decode a collect's segments and push them (heavy thread)."""
+    def _absorb(
+        self, worker: str, busy_s: float, outcome: CollectOutcome, fields: dict[str, Any]
+    ) -> None:
+        """Push a whole collect and queue its budget (heavy thread)."""
         state = self.state
-        segments = segments_from_wire(
-            msg.segments, f"collect_result {msg.request_id} from {worker}"
-        )
-        outcome = CollectOutcome(
-            segments=segments,
-            envstep_delta=msg.envstep_delta,
-            policy_version=msg.policy_version,
-            episode_returns=list(msg.episode_returns),
-            duration_s=msg.duration_s,
-        )
-        state.absorb_collect(
-            outcome,
-            worker=worker,
-            worker_busy_fraction=busy_s / state.wall_s(),
-            launch_train_iter=launch_iter,
-        )
+        busy = busy_s / state.wall_s()
+        state.absorb_collect(outcome, worker=worker, worker_busy_fraction=busy, **fields)
 
     async def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
         self.launcher.finish(handle, msg.request_id)

@@ -27,7 +27,7 @@ from zeropipe.transport.errors import ProtocolError, SnapshotError
 from zeropipe.transport.layout import ParamLayout
 from zeropipe.transport.snapshot import SnapshotRef
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: collect_request carries num_segments and max_steps
 
 _REGISTRY: dict[str, type[Message]] = {}
 _FIELD_TYPES: dict[type, dict[str, Any]] = {}
@@ -93,7 +93,8 @@ class SnapshotLayout(Message):
 
 @message("collect_request")
 class CollectRequest(Message):
-    """Collect one batch of segments with the named snapshot."""
+    """Collect one batch of segments with the named snapshot: until `num_segments` segments are
+    complete (0: the config's), or after `max_steps` steps of every env (0: no limit)."""
 
     request_id: int
     snapshot: SnapshotRef
@@ -101,6 +102,8 @@ class CollectRequest(Message):
     envstep: int
     temperature: float
     epsilon: float
+    num_segments: int = 0
+    max_steps: int = 0
 
 
 @message("collect_result")

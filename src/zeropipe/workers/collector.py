@@ -2,7 +2,8 @@
 
 Runs in: driver (sync pipeline) or a collector worker process (async pipeline) — the same object
 in both, which is how the two pipelines keep identical training semantics. Weights are loaded only
-between `collect()` calls, so every collect has exactly one policy version.
+between `collect()` calls, so every collect call has exactly one policy version. (The async
+pipeline's `collect_refresh_steps` splits one collect into several calls, each with its own.)
 """
 
 from __future__ import annotations
@@ -118,26 +119,37 @@ class Collector:
         self.roots.load_state_dict(state["roots"])
         self._next_episode_id = int(state["next_episode_id"])
 
-    def collect(self, temperature: float, epsilon: float) -> CollectOutcome:
-        """Play until at least `num_segments` segments are complete.
+    def collect(
+        self,
+        temperature: float,
+        epsilon: float,
+        num_segments: int | None = None,
+        max_steps: int | None = None,
+    ) -> CollectOutcome:
+        """Play until at least `num_segments` segments are complete, or `max_steps` steps.
 
         Args:
             temperature: visit-count temperature of the action choice.
             epsilon: probability of a uniform legal action instead.
+            num_segments: segments to complete (None: the config's `num_segments`).
+            max_steps: return after this many steps (of every env) even with fewer segments
+                complete; the envs and trajectories carry on in the next call, so calls that
+                add up to a collect play what one call would with the same weights.
 
         Returns:
             The segments, the env steps taken (all envs) and the policy version used.
         """
         start = time.perf_counter()
+        wanted = self.cfg.num_segments if num_segments is None else num_segments
         segments: list[GameSegment] = []
         returns: list[float] = []
         steps = 0
-        while len(segments) < self.cfg.num_segments:
+        while len(segments) < wanted and (max_steps is None or steps < max_steps):
             segments.extend(self._step(temperature, epsilon, returns))
-            steps += self.envs.num_envs
+            steps += 1
         return CollectOutcome(
             segments=segments,
-            envstep_delta=steps,
+            envstep_delta=steps * self.envs.num_envs,
             policy_version=self.policy_version,
             episode_returns=returns,
             duration_s=time.perf_counter() - start,

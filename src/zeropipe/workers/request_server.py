@@ -120,7 +120,12 @@ class RequestServer:
         return reply
 
     def _collect(self, request: CollectRequest, start: float) -> CollectResult:
-        result = self.actor.collect(request.temperature, request.epsilon)
+        result = self.actor.collect(
+            request.temperature,
+            request.epsilon,
+            request.num_segments or None,
+            request.max_steps or None,
+        )
         return CollectResult(
             request_id=request.request_id,
             worker_id=self.spec.worker_id,
