@@ -47,7 +47,13 @@ RESUMABLE = (
     "wandb.",  # where the scalars are mirrored, not what the run does
 )
 # async_pipeline keys that change which data is collected when, not only where workers run.
-_SEMANTIC_ASYNC = ("max_policy_lag", "weight_sync_interval", "max_train_budget_queue_size")
+_SEMANTIC_ASYNC = (
+    "max_policy_lag",
+    "weight_sync_interval",
+    "max_train_budget_queue_size",
+    "collect_launch",
+    "collect_refresh_steps",
+)
 
 
 def resumable(key: str) -> bool:
