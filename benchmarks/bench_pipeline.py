@@ -84,7 +84,8 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
 def bench_pipeline(
     config: str = "configs/cartpole_muzero.yaml", window_s: float = 60.0, collectors: int = 2
 ) -> dict[str, Any]:
-    """Sync, async (process backend), then async on Ray (when installed), `window_s` s each.
+    """Sync, async (process backend), async with one policy version per collect, then async on
+    Ray (when installed), `window_s` s each.
 
     Returns:
         The rows by name, async/sync ratios and (with Ray) the ray/process ratio of env steps/s.
@@ -95,7 +96,10 @@ def bench_pipeline(
         "--set",
         f"policy.async_pipeline.num_collector_actors={collectors}",
     ]
-    runs = [("sync", []), ("async", async_args)]
+    # the config's async as it is, and with one policy version per collect (the reference's
+    # rule), so the cost of the config's collect_refresh_steps shows side by side
+    one_version = [*async_args, "--set", "policy.async_pipeline.collect_refresh_steps=null"]
+    runs = [("sync", []), ("async", async_args), ("async-1v", one_version)]
     if importlib.util.find_spec("ray") is not None:
         runs.append(("ray", [*async_args, "--set", "policy.async_pipeline.backend=ray"]))
     for name, extra in runs:
@@ -105,6 +109,9 @@ def bench_pipeline(
         key: rows["async"][key] / max(rows["sync"][key], 1e-9)
         for key in ("envstep_per_s", "learner_steps_per_s")
     }
+    ratio["refresh_vs_one_version"] = rows["async"]["envstep_per_s"] / max(
+        rows["async-1v"]["envstep_per_s"], 1e-9
+    )
     if "ray" in rows:
         ratio["ray_vs_process"] = rows["ray"]["envstep_per_s"] / max(
             rows["async"]["envstep_per_s"], 1e-9
@@ -140,6 +147,10 @@ def main() -> dict:
     print(
         f"{'async/sync':>9} {ratio['envstep_per_s']:>11.2f}× {ratio['learner_steps_per_s']:>15.2f}×"
         "   (LightZero Ray async/sync on this machine: 0.86× env steps/s)"
+    )
+    print(
+        f"{'async/1v':>9} {ratio['refresh_vs_one_version']:>11.2f}×   (env steps/s: the config's "
+        "collect_refresh_steps against one version per collect)"
     )
     if "ray_vs_process" in ratio:
         print(f"{'ray/proc':>9} {ratio['ray_vs_process']:>11.2f}×   (env steps/s, same window)")
