@@ -130,16 +130,15 @@ class Launcher:
 
     async def _launch_collect(self, handle: WorkerHandle) -> bool:
         state = self.state
-        ref = await self._snapshot_for_collect()
         params = collect_params(self.cfg, state.train_iter, state.envstep)
-        collect = CollectInParts(
+        self.collects[handle.name] = CollectInParts(
             state.train_iter, params.temperature, params.epsilon, self.cfg.num_segments
         )
-        self.collects[handle.name] = collect
-        return await self._send(handle, self._collect_request(ref, collect))
+        return await self.continue_collect(handle)
 
     async def continue_collect(self, handle: WorkerHandle) -> bool:
-        """Send `handle`'s collect on with the newest snapshot (`collect_part` returned None)."""
+        """Send `handle`'s collect (its first part, or on after `collect_part` returned None)
+        with the newest snapshot the weight-sync rule allows."""
         ref = await self._snapshot_for_collect()
         return await self._send(handle, self._collect_request(ref, self.collects[handle.name]))
 
