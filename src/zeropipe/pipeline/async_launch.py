@@ -129,17 +129,21 @@ class Launcher:
         return owed * step_s <= statistics.median(self.collect_s)
 
     async def _launch_collect(self, handle: WorkerHandle) -> bool:
+        # the snapshot first: the collect's params and launch are read at its counters
+        ref = await self._snapshot_for_collect()
         state = self.state
         params = collect_params(self.cfg, state.train_iter, state.envstep)
         self.collects[handle.name] = CollectInParts(
             state.train_iter, params.temperature, params.epsilon, self.cfg.num_segments
         )
-        return await self.continue_collect(handle)
+        return await self._send_part(handle, ref)
 
     async def continue_collect(self, handle: WorkerHandle) -> bool:
-        """Send `handle`'s collect (its first part, or on after `collect_part` returned None)
-        with the newest snapshot the weight-sync rule allows."""
-        ref = await self._snapshot_for_collect()
+        """Send `handle`'s collect on (`collect_part` returned None) with the newest snapshot
+        the weight-sync rule allows."""
+        return await self._send_part(handle, await self._snapshot_for_collect())
+
+    async def _send_part(self, handle: WorkerHandle, ref: SnapshotRef) -> bool:
         return await self._send(handle, self._collect_request(ref, self.collects[handle.name]))
 
     def _collect_request(self, ref: SnapshotRef, collect: CollectInParts) -> CollectRequest:
