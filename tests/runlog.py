@@ -6,13 +6,18 @@ import asyncio
 import json
 from pathlib import Path
 
+from zeropipe.cli.curves import complete_lines
+
 
 def events(run: Path) -> list[dict]:
-    """Every record of `run`'s log/metrics.jsonl so far ([] before the file exists)."""
+    """Every complete record of `run`'s log/metrics.jsonl so far ([] before the file exists).
+
+    The run is live: a line being written is left out until its newline lands.
+    """
     path = run / "log" / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
+    return [json.loads(line) for line in complete_lines(path.read_text()) if line]
 
 
 async def wait_for_event(run: Path, predicate, timeout_s: float = 120.0) -> dict:

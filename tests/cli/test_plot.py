@@ -12,6 +12,7 @@ import pytest
 from tests.cli.test_cli import TINY, run_cli
 from tests.tiny import tiny_config
 from zeropipe.cli.curves import GRID_POINTS, plot_runs
+from zeropipe.cli.errors import InputError
 from zeropipe.pipeline.run_dir import RunDir
 
 ENVSTEPS = [0, 100, 200]
@@ -96,6 +97,25 @@ def test_time_continues_across_a_resume(tmp_path: Path):
     curve = read_run(run).reward
     assert curve.time_s[-1] == pytest.approx(last + 1.5)
     assert np.all(np.diff(curve.time_s) >= 0)
+
+
+def test_a_line_being_written_is_not_read_yet(tmp_path: Path):
+    """A live run's last line may be half written: it is left out; a broken whole line is not."""
+    from zeropipe.cli.curves import read_run
+
+    run = fake_run(tmp_path, "r", 0, scale=1.0)
+    metrics = run / "log" / "metrics.jsonl"
+    whole = json.dumps({"event": "eval", "time_s": 9.0, "envstep": 300, "reward_mean": 3.0})
+    with metrics.open("a") as f:
+        f.write(whole[:40])  # the writer's first page, its newline not yet written
+    assert list(read_run(run).reward.envstep) == ENVSTEPS
+    with metrics.open("a") as f:
+        f.write(whole[40:] + "\n")
+    assert list(read_run(run).reward.envstep) == [*ENVSTEPS, 300]
+    with metrics.open("a") as f:
+        f.write(whole[:40] + "\n")  # a whole line that is not JSON is still an error
+    with pytest.raises(InputError, match=r"metrics\.jsonl:8 is not a JSON line"):
+        read_run(run)
 
 
 @pytest.mark.parametrize("case", ["no_runs", "not_a_run", "no_eval_lines"])

@@ -113,7 +113,7 @@ def _events(metrics: Path) -> tuple[list[dict], list[dict]]:
     evals: list[dict] = []
     collects: list[dict] = []
     offset_s = last_s = 0.0
-    for number, line in enumerate(metrics.read_text().splitlines(), start=1):
+    for number, line in enumerate(complete_lines(metrics.read_text()), start=1):
         if not line.strip():
             continue
         try:
@@ -129,6 +129,16 @@ def _events(metrics: Path) -> tuple[list[dict], list[dict]]:
         elif record.get("event") == "collect" and record.get("envstep_per_s") is not None:
             collects.append(record)
     return evals, collects
+
+
+def complete_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines log that end in a newline.
+
+    A live run may be mid-write: a reader can see the first part of a line (a write that crosses
+    a page is not atomic to a concurrent read), and a killed run may leave one behind. That last
+    piece without its newline is not a record yet, so it is left out rather than parsed.
+    """
+    return text.split("\n")[:-1]
 
 
 def _curve(records: list[dict], field: str, missing: float = 0.0) -> Curve:
