@@ -14,6 +14,7 @@ import pytest
 
 from tests.cli.test_cli import TINY, default_sigint, run_cli
 from tests.crafted import write_crafted_checkpoint
+from zeropipe.cli.curves import complete_lines
 from zeropipe.pipeline.checkpoint_format import read_checkpoint
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -27,7 +28,7 @@ def metrics(run: Path) -> list[dict]:
     path = run / "log" / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+    return [json.loads(line) for line in complete_lines(path.read_text()) if line]
 
 
 def start(tmp_path: Path, *args: str, sigint=default_sigint) -> subprocess.Popen:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 from pathlib import Path
 
@@ -46,6 +47,24 @@ def test_a_new_run_refuses_an_existing_run_and_changes_nothing(tmp_path):
     resumed.close()
     lines = (tmp_path / "run" / "log" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2
+
+
+def test_resume_drops_a_half_written_last_line_instead_of_gluing_onto_it(tmp_path, caplog):
+    cfg = tiny_config(tmp_path / "run")
+    first = RunDir(cfg)
+    first.metrics.log("collect", 38, 0)
+    first.close()
+    metrics = tmp_path / "run" / "log" / "metrics.jsonl"
+    whole = metrics.read_bytes()
+    with metrics.open("ab") as f:  # a run killed mid-write (or a full disk) left this behind
+        f.write(b'{"event": "train", "time_s": 1.2, "envst')
+    resumed = RunDir(cfg, resume=True)
+    assert metrics.read_bytes() == whole
+    assert "dropped a half-written last line (40 bytes)" in caplog.text
+    resumed.metrics.log("resume", 38, 5)
+    resumed.close()
+    lines = metrics.read_text().splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["collect", "resume"]
 
 
 def test_an_empty_existing_directory_is_accepted(tmp_path):

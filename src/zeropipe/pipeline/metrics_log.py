@@ -7,13 +7,17 @@ Runs in: driver.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from zeropipe.pipeline.scalar_sinks import ScalarSink, curve_scalars
+
+log = logging.getLogger("zeropipe.driver")
 
 
 class MetricsLog:
@@ -29,7 +33,9 @@ class MetricsLog:
     def __init__(self, log_dir: Path) -> None:
         self.start = time.monotonic()
         self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
-        self._file = open(log_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115
+        path = log_dir / "metrics.jsonl"
+        _drop_a_half_written_line(path)
+        self._file = open(path, "a", buffering=1)  # noqa: SIM115
         self._sinks: list[ScalarSink] = []
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
@@ -74,3 +80,26 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _drop_a_half_written_line(path: Path) -> None:
+    """Cut a resumed run's log back to its last whole line.
+
+    A run killed mid-write, or stopped by a full disk, can leave the first part of a record with
+    no newline; appending to it would glue the next record onto it and make one unreadable line.
+    The piece is not a record (readers skip it: cli/curves.py), so it is dropped, and said.
+    """
+    if not path.exists():
+        return
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        tail = b""
+        while len(tail) < size and b"\n" not in tail:  # back from the end, 64 KiB at a time
+            start = max(0, size - len(tail) - (1 << 16))
+            f.seek(start)
+            tail = f.read(size - len(tail) - start) + tail
+        if not tail or tail.endswith(b"\n"):
+            return
+        keep = size - len(tail) + tail.rfind(b"\n") + 1
+        f.truncate(keep)
+    log.warning("%s: dropped a half-written last line (%d bytes)", path, size - keep)
