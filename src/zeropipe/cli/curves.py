@@ -134,9 +134,10 @@ def _events(metrics: Path) -> tuple[list[dict], list[dict]]:
 def complete_lines(text: str) -> list[str]:
     """The lines of a JSON-lines log that end in a newline.
 
-    A live run may be mid-write: a reader can see the first part of a line (a write that crosses
-    a page is not atomic to a concurrent read), and a killed run may leave one behind. That last
-    piece without its newline is not a record yet, so it is left out rather than parsed.
+    A live run may be mid-write: a concurrent read of the file is not ordered with the writer's
+    `write`, so it can return the first part of a line (seen once in CI), and a killed run may
+    leave one behind. That last piece without its newline is not a record yet, so it is left
+    out rather than parsed.
     """
     return text.split("\n")[:-1]
 
