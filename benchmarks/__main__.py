@@ -7,7 +7,8 @@ Long sections run only when named, each with its own options (`python -m benchma
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
 `learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs against
 uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once) and
-`precision` (the Pong learner under float32 and its defaults). They print the same header; their
+`precision` (the Pong learner under float32 and its defaults); `same-run A B` compares two runs'
+train lines and evals (is an async run its sync run?). They print the same header; their
 results are their own tables.
 """
 
@@ -30,6 +31,7 @@ from benchmarks import (
     bench_search,
     bench_transport,
     learning,
+    same_run,
 )
 from benchmarks.machine import describe_run, format_header
 
@@ -46,6 +48,7 @@ ON_REQUEST = {
     "resume": bench_resume.main,
     "neighbours": bench_neighbours.main,
     "precision": bench_precision.main,
+    "same-run": same_run.main,
 }
 
 

@@ -1,0 +1,113 @@
+"""`python -m benchmarks same-run A B`: are two runs the same run, up to the shorter one's end?
+
+Runs in: its own process; reads the two runs' `log/metrics.jsonl`, trains nothing. An async run
+with a budget queue of one collects and trains in the sync run's order, so its `train` lines (the
+env steps and every training value, each `log_every` learner steps) must equal the sync run's at
+the same learner step, and its evals of the same weights must score the same. The same holds for
+a stopped-and-resumed sync run against the uninterrupted one. It compares the learner steps both
+logged and prints how many lines are equal and, where they part, the first difference.
+
+Left out of the comparison: what measures the machine or the pipeline rather than the run
+(`time_s`, rates, `learner_threads`, `budget_queue_len`). Where a resumed log repeats a learner
+step, its last line counts (the resumed run's). Exit status 0 when every common line is equal,
+1 when one differs, 2 on bad input (no metrics, no common train line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from zeropipe.cli.curves import complete_lines
+from zeropipe.cli.errors import InputError
+
+# keys of a train line that describe the machine or the pipeline, not the run's numbers
+NOT_THE_RUN = frozenset({"event", "time_s", "learner_threads", "budget_queue_len"})
+RATE_SUFFIXES = ("_per_s", "_per_busy_s")
+SHOWN_KEYS = 4  # of a differing line's keys, in name order (envstep comes early)
+
+
+def _records(run: Path) -> list[dict]:
+    metrics = run / "log" / "metrics.jsonl"
+    if not metrics.is_file():
+        raise InputError(f"{run} has no log/metrics.jsonl (pass a run's exp_name directory)")
+    try:
+        return [json.loads(x) for x in complete_lines(metrics.read_text()) if x.strip()]
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{metrics} has a line that is not JSON: {exc}") from None
+
+
+def train_lines(records: list[dict]) -> dict[int, dict]:
+    """The run's numbers per learner step: the train lines without machine and pipeline keys."""
+    lines = {}
+    for record in records:
+        if record.get("event") == "train":
+            lines[record["train_iter"]] = {
+                key: value
+                for key, value in record.items()
+                if key not in NOT_THE_RUN and not key.endswith(RATE_SUFFIXES)
+            }
+    return lines
+
+
+def evals(records: list[dict]) -> dict[int, tuple[int, float]]:
+    """(env steps, reward_mean) per evaluated weights version (a stop's final eval left out)."""
+    return {
+        e["policy_version"]: (e["envstep"], e["reward_mean"])
+        for e in records
+        if e.get("event") == "eval" and e.get("reward_mean") is not None and not e.get("final")
+    }
+
+
+def first_difference(a: dict, b: dict) -> str:
+    """The keys where two lines differ, as `key a / b` (a key only one has counts as differing)."""
+    keys = [k for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+    shown = ", ".join(f"{k} {a.get(k, '-')} / {b.get(k, '-')}" for k in keys[:SHOWN_KEYS])
+    return shown + (f" (and {len(keys) - SHOWN_KEYS} more)" if len(keys) > SHOWN_KEYS else "")
+
+
+def compare(run_a: Path, run_b: Path) -> tuple[bool, list[str]]:
+    """Whether the two runs are the same up to the shorter one's end, and the report's lines."""
+    records_a, records_b = _records(run_a), _records(run_b)
+    train_a, train_b = train_lines(records_a), train_lines(records_b)
+    common = sorted(train_a.keys() & train_b.keys())
+    if not common:
+        raise InputError(f"{run_a} and {run_b} have no train line at the same learner step")
+    differ = [step for step in common if train_a[step] != train_b[step]]
+    report = [
+        f"train lines at the same learner step: {len(common)} ({common[0]}-{common[-1]}), "
+        f"equal: {len(common) - len(differ)}"
+    ]
+    if differ:
+        step = differ[0]
+        report.append(
+            f"first difference at learner step {step}: "
+            f"{first_difference(train_a[step], train_b[step])}"
+        )
+    evals_a, evals_b = evals(records_a), evals(records_b)
+    both = sorted(evals_a.keys() & evals_b.keys())
+    unequal = [v for v in both if evals_a[v] != evals_b[v]]
+    report.append(
+        f"evals of the same weights: {len(both)}, equal (env steps, reward): "
+        f"{len(both) - len(unequal)}"
+        + "".join(f"; v{v}: {evals_a[v]} / {evals_b[v]}" for v in unequal[:3])
+        if both
+        else "evals of the same weights: none (the runs evaluated other versions: other grids)"
+    )
+    same = not differ and not unequal
+    report.append(f"same run up to learner step {common[-1]}" if same else "not the same run")
+    return same, report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks same-run", description=__doc__)
+    parser.add_argument("run_a", type=Path, help="a run's directory (exp_name), e.g. the sync run")
+    parser.add_argument("run_b", type=Path, help="the run to compare it with, e.g. the async run")
+    args = parser.parse_args(argv)
+    try:
+        same, report = compare(args.run_a, args.run_b)
+    except InputError as exc:
+        parser.exit(2, f"same-run: {exc}\n")
+    print("\n".join(report))
+    raise SystemExit(0 if same else 1)
