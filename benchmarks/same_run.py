@@ -1,16 +1,19 @@
 """`python -m benchmarks same-run A B`: are two runs the same run, up to the shorter one's end?
 
 Runs in: its own process; reads the two runs' `log/metrics.jsonl`, trains nothing. An async run
-with a budget queue of one collects and trains in the sync run's order, so its `train` lines (the
-env steps and every training value, each `log_every` learner steps) must equal the sync run's at
-the same learner step, and its evals of the same weights must score the same. The same holds for
-a stopped-and-resumed sync run against the uninterrupted one. It compares the learner steps both
-logged and prints how many lines are equal and, where they part, the first difference.
+with a budget queue of one collects and trains in the sync run's order, so its `train` lines
+(the env steps and every training value, each `train_log_interval` learner steps) must equal
+the sync run's at the same learner step, and its evals of the same weights must score the same.
+The same holds for a stopped-and-resumed sync run against the uninterrupted one. It compares
+the learner steps both logged and prints how many lines are equal and, where they part, the
+first difference.
 
 Left out of the comparison: what measures the machine or the pipeline rather than the run
 (`time_s`, rates, `learner_threads`, `budget_queue_len`). Where a resumed log repeats a learner
-step, its last line counts (the resumed run's). Exit status 0 when every common line is equal,
-1 when one differs, 2 on bad input (no metrics, no common train line).
+step, its last line counts (the resumed run's); a line whose window (`learner_steps`, the steps
+it averages) differs between the runs, as the first one after a resume, is counted and not
+compared. Exit status 0 when every compared line is equal, 1 when one differs, 2 on bad input
+(no metrics, no common train line).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ RATE_SUFFIXES = ("_per_s", "_per_busy_s")
 SHOWN_KEYS = 4  # of a differing line's keys, in name order (envstep comes early)
 
 
-def _records(run: Path) -> list[dict]:
+def read_records(run: Path) -> list[dict]:
+    """The whole lines of a run's `log/metrics.jsonl`, parsed."""
     metrics = run / "log" / "metrics.jsonl"
     if not metrics.is_file():
         raise InputError(f"{run} has no log/metrics.jsonl (pass a run's exp_name directory)")
@@ -69,15 +73,31 @@ def first_difference(a: dict, b: dict) -> str:
 
 def compare(run_a: Path, run_b: Path) -> tuple[bool, list[str]]:
     """Whether the two runs are the same up to the shorter one's end, and the report's lines."""
-    records_a, records_b = _records(run_a), _records(run_b)
+    records_a, records_b = read_records(run_a), read_records(run_b)
     train_a, train_b = train_lines(records_a), train_lines(records_b)
     common = sorted(train_a.keys() & train_b.keys())
     if not common:
         raise InputError(f"{run_a} and {run_b} have no train line at the same learner step")
-    differ = [step for step in common if train_a[step] != train_b[step]]
+    train_same, report = _compare_train(train_a, train_b, common)
+    evals_same, line = _compare_evals(evals(records_a), evals(records_b))
+    same = train_same and evals_same
+    report += [line, f"same run up to learner step {common[-1]}" if same else "not the same run"]
+    return same, report
+
+
+def _compare_train(train_a: dict, train_b: dict, common: list[int]) -> tuple[bool, list[str]]:
+    # A train line is a mean over the learner steps since the previous line (`learner_steps`).
+    # The first line after a resume covers only the steps since the resume, so it is not the
+    # same quantity as the uninterrupted run's line: such lines are counted, not compared.
+    window = [
+        s for s in common if train_a[s].get("learner_steps") == train_b[s].get("learner_steps")
+    ]
+    differ = [step for step in window if train_a[step] != train_b[step]]
+    other_windows = len(common) - len(window)
     report = [
         f"train lines at the same learner step: {len(common)} ({common[0]}-{common[-1]}), "
-        f"equal: {len(common) - len(differ)}"
+        f"equal: {len(window) - len(differ)}"
+        + (f", over other windows (a resume): {other_windows}" if other_windows else "")
     ]
     if differ:
         step = differ[0]
@@ -85,19 +105,18 @@ def compare(run_a: Path, run_b: Path) -> tuple[bool, list[str]]:
             f"first difference at learner step {step}: "
             f"{first_difference(train_a[step], train_b[step])}"
         )
-    evals_a, evals_b = evals(records_a), evals(records_b)
+    return bool(window) and not differ, report
+
+
+def _compare_evals(evals_a: dict, evals_b: dict) -> tuple[bool, str]:
     both = sorted(evals_a.keys() & evals_b.keys())
+    if not both:
+        return True, "evals of the same weights: none (each run scored other versions)"
     unequal = [v for v in both if evals_a[v] != evals_b[v]]
-    report.append(
-        f"evals of the same weights: {len(both)}, equal (env steps, reward): "
-        f"{len(both) - len(unequal)}"
-        + "".join(f"; v{v}: {evals_a[v]} / {evals_b[v]}" for v in unequal[:3])
-        if both
-        else "evals of the same weights: none (the runs evaluated other versions: other grids)"
+    line = f"evals of the same weights: {len(both)}, equal (env steps, reward): " + str(
+        len(both) - len(unequal)
     )
-    same = not differ and not unequal
-    report.append(f"same run up to learner step {common[-1]}" if same else "not the same run")
-    return same, report
+    return not unequal, line + "".join(f"; v{v}: {evals_a[v]} / {evals_b[v]}" for v in unequal[:3])
 
 
 def main(argv: list[str] | None = None) -> None:

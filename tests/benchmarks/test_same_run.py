@@ -2,7 +2,8 @@
 (the README's parity reading rests on this), and with the default queue it is not, which the
 command says with the first differing learner step. Real runs through the CLI; then the
 comparison's rules on written logs: machine keys left out, a resumed log's repeated learner step
-read at its last line, bad input exit 2."""
+read at its last line and its first line after the resume (a shorter window) not compared, bad
+input exit 2. (tests/cli/test_resume_equals_uninterrupted.py compares a real resumed run so.)"""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_async_with_a_queue_of_one_is_the_sync_run_and_with_two_it_is_not(tmp_pa
 
     same = _same_run(sync, one)
     assert same.returncode == 0, same.stdout + same.stderr
-    lines = same_run.train_lines(same_run._records(sync))
+    lines = same_run.train_lines(same_run.read_records(sync))
     assert f"train lines at the same learner step: {len(lines)} " in same.stdout
     assert f"equal: {len(lines)}\n" in same.stdout and "same run up to learner step" in same.stdout
 
@@ -93,6 +94,22 @@ def test_machine_keys_are_left_out_and_a_repeated_step_counts_at_its_last_line(t
     same, report = same_run.compare(a, resumed)
     assert same, report
     assert report[0] == "train lines at the same learner step: 2 (10-20), equal: 2"
+
+    # the first line after a resume averages fewer learner steps: counted, not compared
+    window = _write(
+        tmp_path / "window",
+        _train_line(10, 1.0, learner_steps=10),
+        {"event": "resume"},
+        _train_line(20, 0.9, learner_steps=1),
+    )
+    whole = _write(
+        tmp_path / "whole",
+        _train_line(10, 1.0, learner_steps=10),
+        _train_line(20, 0.5, learner_steps=10),
+    )
+    same, report = same_run.compare(whole, window)
+    assert same, report
+    assert report[0].endswith("equal: 1, over other windows (a resume): 1")
 
     changed = _write(tmp_path / "changed", _train_line(10, 1.0), _train_line(20, 0.5, entropy=2.0))
     same, report = same_run.compare(a, changed)

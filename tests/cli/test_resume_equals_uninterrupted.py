@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import same_run
 from tests.cli.test_cli import TINY, run_cli
 from tests.cli.test_run_recovery import start, wait_for
 
@@ -63,6 +64,8 @@ def test_stop_at_a_limit_and_resume_is_the_uninterrupted_run(whole: Path):
     assert _scheduled_evals(parts) == _scheduled_evals(whole)
     assert _losses(parts)[-1] == _losses(whole)[-1]
     assert _lines(parts, "stop")[-1]["envstep"] == _lines(whole, "stop")[-1]["envstep"]
+    same, report = same_run.compare(whole, parts)  # every train line, not only the last
+    assert same, report
 
 
 def test_sigkill_after_a_periodic_checkpoint_and_resume_is_the_uninterrupted_run(whole: Path):
@@ -93,3 +96,5 @@ def test_sigkill_after_a_periodic_checkpoint_and_resume_is_the_uninterrupted_run
     at_iter = lines[resumed]["train_iter"]
     assert after and after == [e for e in _scheduled_evals(whole) if e[1] >= at_iter]
     assert _losses(killed)[-1] == _losses(whole)[-1]
+    same, report = same_run.compare(whole, killed)  # a line logged twice: the resumed one's
+    assert same, report
