@@ -9,7 +9,8 @@ the learner steps both logged and prints how many lines are equal and, where the
 first difference.
 
 Left out of the comparison: what measures the machine or the pipeline rather than the run
-(`time_s`, rates, `learner_threads`, `budget_queue_len`). Where a resumed log repeats a learner
+(`time_s`, rates, `learner_threads`, `budget_queue_len`, the phase seconds and learner busy
+fraction of the time accounting). Where a resumed log repeats a learner
 step, its last line counts (the resumed run's); a line whose window (`learner_steps`, the steps
 it averages) differs between the runs, as the first one after a resume, is counted and not
 compared. Exit status 0 when every compared line is equal, 1 when one differs, 2 on bad input
@@ -26,8 +27,17 @@ from zeropipe.cli.curves import complete_lines
 from zeropipe.cli.errors import InputError
 
 # keys of a train line that describe the machine or the pipeline, not the run's numbers
-NOT_THE_RUN = frozenset({"event", "time_s", "learner_threads", "budget_queue_len"})
-RATE_SUFFIXES = ("_per_s", "_per_busy_s")
+NOT_THE_RUN = frozenset(
+    {
+        "event",
+        "time_s",
+        "learner_threads",
+        "budget_queue_len",
+        "learner_busy_fraction",
+        "overlap_bound_s",
+    }
+)
+RATE_SUFFIXES = ("_per_s", "_per_busy_s", "_s_total")  # rates and the phases' seconds
 SHOWN_KEYS = 4  # of a differing line's keys, in name order (envstep comes early)
 
 

@@ -4,10 +4,10 @@
 gate is checked between collects); async, an eval due while the evaluator is busy waits with
 its snapshot held and is then sent with the version and counters of when it was due.
 'learner_step' scores the versions at multiples of eval_freq (sync then evaluates inside a
-budget; async's due evals wait the same way). Async's own grid (None) checks the gate at every
-learner step too but does not wait: a busy evaluator's next eval scores the current version.
-The launcher runs for real on a real run state (the fakes of launch_fakes.py); the expected
-versions are worked out by hand from EVAL_FREQ and the budget ends each test sets.
+budget; async's due evals wait the same way). Both pipelines use the same grid, 'learner_step'
+unless the config says otherwise, so by default they score the same versions. The launcher runs
+for real on a real run state (the fakes of launch_fakes.py); the expected versions are worked out
+by hand from EVAL_FREQ and the budget ends each test sets.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ STEPS = [(3, False), (5, True), (8, False), (9, False), (11, True), (12, False),
 STEPS += [(19, False), (20, True)]
 
 
-def _state(tmp_path, eval_grid=None, **async_pipeline) -> RunState:
+def _state(tmp_path, eval_grid="learner_step", **async_pipeline) -> RunState:
     cfg = tiny_config(
         tmp_path / "run",
         eval_freq=EVAL_FREQ,
@@ -82,7 +82,6 @@ def _reply(launcher: Launcher, pool: RecordingPool) -> None:
     [
         ("budget_end", [11, 20]),  # 5 < 8; 11 - 0 >= 8; 14 - 11 < 8; 20 - 11 >= 8
         ("learner_step", [8, 19]),  # the first step at or past 8, then at or past 16
-        (None, [8, 19]),  # async's own grid
     ],
 )
 async def test_which_versions_each_grid_scores(tmp_path, grid, expected_versions):
@@ -97,22 +96,16 @@ async def test_which_versions_each_grid_scores(tmp_path, grid, expected_versions
     state.run.close()
 
 
-@pytest.mark.parametrize(
-    ("grid", "expected_sent"),
-    [
-        ("learner_step", [(8, 80), (16, 160)]),  # 16 was due while the evaluator was busy
-        (None, [(8, 80), (19, 190)]),  # async's own: the version current once it is idle
-    ],
-)
-async def test_a_set_learner_step_grid_waits_for_the_evaluator(tmp_path, grid, expected_sent):
-    state = _state(tmp_path, eval_grid=grid)
+async def test_the_learner_step_grid_waits_for_the_evaluator(tmp_path):
+    state = _state(tmp_path)
     pool = RecordingPool()
     launcher = fake_launcher(state, pool)
     for train_iter in (8, 16, 18):  # 8 is sent and not answered before 19
         await _step_to(launcher, train_iter, budget_end=False)
     _reply(launcher, pool)
     await _step_to(launcher, 19, budget_end=False)
-    assert [(r.train_iter, r.envstep) for r in pool.sent] == expected_sent
+    # 16 was due while the evaluator was busy: it is sent at its own counters, not 19's
+    assert [(r.train_iter, r.envstep) for r in pool.sent] == [(8, 80), (16, 160)]
     state.run.close()
 
 
@@ -177,7 +170,7 @@ async def test_a_lost_eval_does_not_rewind_the_gate_past_a_later_eval(tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
     ("grid", "step"),
-    [(None, 10), ("budget_end", 10), ("learner_step", 8)],  # sync's own grid: budget_end
+    [("budget_end", 10), ("learner_step", 8)],
 )
 def test_a_sync_run_scores_the_versions_of_its_grid(tmp_path, grid, step):
     """Budgets of 5 learner steps, eval_freq 8: between collects the versions due are 10, 20,
@@ -218,3 +211,25 @@ async def test_a_budget_end_run_scores_only_versions_at_budget_ends(tmp_path):
     summary = await train_async(cfg, show_progress=False)
     _assert_scheduled_every(tmp_path / "run", summary, 10)
     assert summary.train_iter % 5 == 0
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.usefixtures("no_leaks")
+async def test_both_pipelines_score_the_same_versions_by_default(tmp_path):
+    """No eval setting but eval_freq: a sync and an async run of the same config score the same
+    weight versions (50, 100, 150, ...; the final eval of the last version aside), so their
+    curves compare the same weights. With budget-end evals in sync the versions were the first
+    budget ends past each multiple."""
+    runs = {}
+    for pipeline in ("sync", "async"):
+        cfg = tiny_config(tmp_path / pipeline, eval_freq=50, update_per_collect=7)
+        if pipeline == "sync":
+            train_sync(cfg, show_progress=False)
+        else:
+            await train_async(cfg, show_progress=False)
+        evals = [e for e in events(tmp_path / pipeline) if e["event"] == "eval"]
+        runs[pipeline] = [e["policy_version"] for e in evals if not e.get("final")]
+    # every collect earns 7 learner steps; the 37 collects to 400 env steps (8 or 10 each, as
+    # the chain's episodes end) train 259: multiples of 50 up to 250
+    assert runs["sync"] == [50, 100, 150, 200, 250]
+    assert runs["async"] == runs["sync"]

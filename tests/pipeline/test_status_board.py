@@ -56,3 +56,16 @@ def test_losses_and_unknown_gauges_reach_the_metrics():
     last_eval = families["zeropipe_eval_reward_mean_last"].samples[0].value
     assert math.isnan(last_eval)  # present before the first eval, NaN until one
     assert families["zeropipe_envsteps"].type == "counter"
+
+
+def test_the_time_accounting_reaches_the_metrics_from_train_and_stop_lines():
+    board = StatusBoard(Clock())
+    phases = {"collect_s_total": 3.0, "train_s_total": 10.0, "driver_s_total": 1.0}
+    phases |= {"eval_s_total": 2.0, "wait_s_total": 0.5}
+    board.update(record("train", 20.0, 800, 40, learner_busy_fraction=0.5, **phases))
+    board.update(record("stop", 21.0, 800, 40, reason="max_env_step", overlap_bound_s=11.0))
+    families = {f.name: f for f in _StatusCollector(board.snapshot).collect()}
+    seconds = {s.labels["phase"]: s.value for s in families["zeropipe_phase_seconds"].samples}
+    assert seconds == {"collect": 3.0, "train": 10.0, "driver": 1.0, "eval": 2.0, "wait": 0.5}
+    assert families["zeropipe_learner_busy_fraction"].samples[0].value == 0.5
+    assert families["zeropipe_overlap_bound_seconds"].samples[0].value == 11.0

@@ -17,6 +17,7 @@ from zeropipe.algos.traced_step import TracedStep
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
 from zeropipe.mcts.policies import SearchPolicy
 from zeropipe.models import Network, NetworkOutput, logits_to_scalar
+from zeropipe.models.non_finite import NonFiniteError
 
 
 class RootSource(Protocol):
@@ -130,10 +131,16 @@ class NetworkSearch:
         if self.traced is not None:
             self.traced.begin_search()
         value = _scalar(out.value_logits, self.network.value_support)
+        logits = out.policy_logits.float().cpu().numpy()
+        if not (np.isfinite(logits).all() and np.isfinite(value).all()):
+            raise NonFiniteError(
+                "search: the network's outputs at the roots (policy logits, value) are not "
+                "finite: its weights have blown up"
+            )
         roots = SearchRoots(
             latent=out.latent,
             value=value,
-            policy_logits=out.policy_logits.float().cpu().numpy(),
+            policy_logits=logits,
             action_mask=action_mask.astype(bool, copy=False),
         )
         output = self.policy(roots, self._recurrent, cfg, rng, acting)

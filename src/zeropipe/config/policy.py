@@ -220,17 +220,16 @@ class PolicyConfig(Section):
     policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
     # schedule
     eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
-    eval_grid: Literal["budget_end", "learner_step"] | None = Field(
-        None,
-        description="Which versions an eval scores. 'budget_end': the gate is checked when a "
-        "train budget ends (between collects), so the first budget end eval_freq or more learner "
-        "steps after the last eval is scored (the reference's sync schedule). 'learner_step': "
-        "the gate is checked after every learner step, so the versions at multiples of "
-        "eval_freq are scored (sync evaluates inside a budget). Async, on either, an eval due "
-        "while every evaluator is busy waits with its snapshot (async_pipeline."
-        "max_queued_evals). None: each pipeline's own, sync 'budget_end', async 'learner_step' "
-        "without the wait (a busy evaluator's next eval scores the version current when it is "
-        "idle). Set one grid for both to compare their curves per env step.",
+    eval_grid: Literal["learner_step", "budget_end"] = Field(
+        "learner_step",
+        description="Which weight versions an eval scores; both pipelines use the same rule, so "
+        "a sync and an async run score the same versions. 'learner_step': the eval gate is "
+        "checked after every learner step, so the versions at multiples of eval_freq are "
+        "scored (a sync run evaluates inside a train budget; an async eval due while every "
+        "evaluator is busy waits with its snapshot, async_pipeline.max_queued_evals). "
+        "'budget_end': the gate is checked when a train budget ends (between collects), so the "
+        "first budget end eval_freq or more learner steps after the last eval is scored (the "
+        "reference's sync schedule).",
     )
     save_ckpt_freq: int = Field(
         1000, ge=1, description="Write a periodic checkpoint every this many train iterations."
@@ -238,12 +237,6 @@ class PolicyConfig(Section):
     async_pipeline: AsyncPipelineConfig = Field(
         default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."
     )
-
-    def resolved_eval_grid(self, async_run: bool) -> str:
-        """The eval grid a pipeline uses (`eval_grid`, else its own)."""
-        if self.eval_grid is not None:
-            return self.eval_grid
-        return "learner_step" if async_run else "budget_end"
 
     def search_config(self, num_simulations: int) -> Any:
         """The `mcts.SearchConfig` of this type's search policy with `num_simulations`.

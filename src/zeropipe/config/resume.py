@@ -190,7 +190,24 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
                 f"{command}: {key} is not in the run's config.yaml (written before the option "
                 f"existed): {value!r}, the behaviour the run started with"
             )
+    notes += _each_pipelines_own_eval_grid(raw, command)
     return notes
+
+
+def _each_pipelines_own_eval_grid(raw: dict[str, Any], command: str) -> list[str]:
+    """A config.yaml written when `policy.eval_grid: null` meant each pipeline's own grid
+    (sync 'budget_end', async 'learner_step'): the grid its pipeline used. (Async's own did not
+    wait for a busy evaluator; 'learner_step' does, so an old async run resumed may score a few
+    versions more.)"""
+    policy = raw.get("policy") or {}
+    if "eval_grid" not in policy or policy["eval_grid"] is not None:
+        return []
+    async_run = bool((policy.get("async_pipeline") or {}).get("enabled"))
+    policy["eval_grid"] = "learner_step" if async_run else "budget_end"
+    return [
+        f"{command}: policy.eval_grid is null in the run's config.yaml (each pipeline's own "
+        f"grid, before both used one): {policy['eval_grid']!r}, the grid the run started with"
+    ]
 
 
 def _ignored(given: dict[str, Any], saved: dict[str, Any], target: str | Path) -> list[str]:

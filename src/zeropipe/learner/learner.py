@@ -25,11 +25,7 @@ from zeropipe.config import PolicyConfig
 from zeropipe.learner.mode_check import ModeCheck
 from zeropipe.learner.precision import resolve_autocast
 from zeropipe.models import Network
-
-
-class NonFiniteError(Exception):
-    """A loss term, the gradient or the weights stopped being finite numbers; the message names
-    the learner step and what was not finite."""
+from zeropipe.models.non_finite import NonFiniteError
 
 
 @dataclass(frozen=True)

@@ -81,10 +81,8 @@ class Launcher:
         self.request_ids = itertools.count()
         self.last_published: int | None = None
         self.pending_evals: dict[int, PendingEval] = {}  # request_id -> evaluated weights
-        self.eval_at_budget_ends = cfg.policy.resolved_eval_grid(async_run=True) == "budget_end"
-        # A grid set in the config (either) scores exactly its versions: a due eval's snapshot
-        # waits for an evaluator. Async's own (None) scores the version current when one is idle.
-        self.queue_due_evals = cfg.policy.eval_grid is not None
+        # the grid sync uses too (policy.eval_grid): a due eval's snapshot waits for an evaluator
+        self.eval_at_budget_ends = cfg.policy.eval_grid == "budget_end"
         # due evals waiting for an evaluator, each snapshot leased
         self.queued_evals: deque[tuple[SnapshotRef, PendingEval]] = deque()
         self.budgets_seen = state.trainer.completed_budgets
@@ -160,18 +158,16 @@ class Launcher:
         )
 
     async def launch_eval(self, final: bool = False) -> None:
-        """Launch an eval when the gate says so (or, `final`, of the last weights).
+        """Launch an eval when the gate says so on the eval grid (or, `final`, of the last
+        weights).
 
-        `policy.eval_grid` set ('budget_end' or 'learner_step'): a due eval's snapshot is taken
-        when it is due even while every evaluator is busy (it waits in `queued_evals`); the oldest
-        waiting one goes to an idle evaluator.
+        A due eval's snapshot is taken when it is due even while every evaluator is busy (it
+        waits in `queued_evals`); the oldest waiting one goes to an idle evaluator. So the
+        versions scored are the grid's, as in sync (`policy.eval_grid`).
         """
-        if self.queue_due_evals and not final:
+        if not final:
             await self._queue_due_eval()
             await self._send_queued_eval()
-            return
-        state = self.state
-        if not final and (state.stop_reason or not self._gate_open()):
             return
         idle = self._idle_evaluator()
         if idle is not None:
@@ -190,7 +186,7 @@ class Launcher:
     async def _take_eval(self, final: bool) -> tuple[SnapshotRef, PendingEval]:
         """The current weights, cloned and published, to score; a scheduled eval moves the gate."""
         state = self.state
-        weights = await self.heavy.run(clone_state, state.trainer.learner.network)
+        weights = await self.heavy.run(self._clone_weights)
         owed = state.trainer.owed_steps()
         previous = state.last_eval_iter
         pending = PendingEval(weights, previous, state.envstep, owed, state.train_iter, final)
@@ -324,11 +320,18 @@ class Launcher:
             return latest
         return await self.heavy.run(self._publish_now, version, reason)
 
+    def _clone_weights(self) -> dict[str, torch.Tensor]:
+        """The learner's weights, copied for an eval (heavy thread)."""
+        with self.state.phases.timing("driver"):
+            self.state.trainer.learner.check_weights()  # never score non-finite weights
+            return clone_state(self.state.trainer.learner.network)
+
     def _publish_now(self, version: int, reason: str) -> SnapshotRef:
         """Copy the learner's weights into a new snapshot (heavy thread)."""
         start = time.perf_counter()
         ref = self.publisher.publish(version, self.state.trainer.learner.network.state_dict())
         elapsed = time.perf_counter() - start
+        self.state.phases.add("driver", elapsed)
         self.publish_s += elapsed
         self.last_published = version
         self.state.run.metrics.log(

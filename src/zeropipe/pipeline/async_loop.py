@@ -179,8 +179,9 @@ class AsyncRun:
             if timeout_s <= 0:
                 item = self.inbox.get_nowait()
             else:
-                async with asyncio.timeout(timeout_s):
-                    item = await self.inbox.get()
+                with self.state.phases.timing("wait"):
+                    async with asyncio.timeout(timeout_s):
+                        item = await self.inbox.get()
         except (asyncio.QueueEmpty, TimeoutError):
             return
         while True:
@@ -210,13 +211,18 @@ class AsyncRun:
     async def _on_collect(self, handle: WorkerHandle, msg: CollectResult) -> None:
         self.launcher.finish(handle, msg.request_id)
         handle.busy_s += msg.busy_s
-        part = await self.heavy.run(_decoded, handle.name, msg)
+        self.state.phases.add("collect", msg.busy_s)
+        part = await self.heavy.run(self._decode, handle.name, msg)
         whole = self.launcher.collect_part(handle, part)
         if whole is None:  # collect_refresh_steps: on with the newest weights
             await self.launcher.continue_collect(handle)
             return
         outcome, fields = whole
         await self.heavy.run(self._absorb, handle.name, handle.busy_s, outcome, fields)
+
+    def _decode(self, worker: str, msg: CollectResult) -> CollectOutcome:
+        with self.state.phases.timing("driver"):
+            return _decoded(worker, msg)
 
     def _absorb(
         self, worker: str, busy_s: float, outcome: CollectOutcome, fields: dict[str, Any]
@@ -228,6 +234,7 @@ class AsyncRun:
 
     async def _on_eval(self, handle: WorkerHandle, msg: EvalResult) -> None:
         self.launcher.finish(handle, msg.request_id)
+        self.state.phases.add("eval", msg.duration_s)
         pending = self.launcher.eval_done(msg.request_id)
         outcome = EvalOutcome(
             reward_mean=msg.reward_mean,

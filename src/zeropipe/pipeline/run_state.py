@@ -57,6 +57,7 @@ class RunState:
         self.cfg = cfg
         self.run = run
         self.trainer = trainer
+        self.phases = trainer.phases  # where the run's time goes (phases.py)
         self.threads = threads  # the learner's torch threads (saved: a resumed run keeps them)
         self.envstep = 0
         self.last_eval_iter = 0
@@ -91,7 +92,8 @@ class RunState:
         """
         self.envstep += outcome.envstep_delta
         self.collects += 1
-        self.trainer.buffer.push(outcome.segments)
+        with self.phases.timing("driver"):
+            self.trainer.buffer.push(outcome.segments)
         self.trainer.add_budget(train_budget(self.cfg.policy, outcome.segments), self.envstep)
         wall_s = self.wall_s()
         returns = outcome.episode_returns
@@ -211,7 +213,9 @@ class RunState:
             and self.train_iter - at_iter >= ck.latest_interval_train_iter
         )
         if due_s or due_iter:
-            self._try_save("latest", LATEST, self.latest_payload(), reason="periodic")
+            with self.phases.timing("driver"):
+                payload = self.latest_payload()
+            self._try_save("latest", LATEST, payload, reason="periodic")
 
     def final_checkpoint(self) -> CheckpointError | None:
         """Write `ckpt_latest` (and a pending best) at the stop; the error if it failed.
@@ -235,7 +239,8 @@ class RunState:
         if kind == "latest":
             self._latest_at = (time.monotonic(), self.train_iter)  # a failure retries next time
         try:
-            path = self.run.save(name, payload)
+            with self.phases.timing("driver"):
+                path = self.run.save(name, payload)
         except CheckpointError as exc:
             if kind not in self._failing:
                 self._failing.add(kind)

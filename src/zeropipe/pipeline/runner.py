@@ -5,13 +5,15 @@ heavy thread, `close_run` on the event-loop thread). The sync driver (sync.py) a
 (async_driver.py, async_loop.py) differ in *who runs what, and when*; what a run is made of, how a
 learner step is taken and logged, and how a run ends are written here once (DESIGN §1, §5).
 
-The `train` metrics line is the same in both pipelines: the learner metrics averaged over the
-steps since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s`
-(over this process's run), `learner_threads` (of the last step), `budget_queue_len`,
-`buffer_transitions` and `buffer_bytes_per_transition`. It is written after every learner step
-whose train_iter is a multiple of `train_log_interval` (a steady cadence, the same lines in a run
-resumed as in the run never stopped), after the step that reaches `max_train_iter`, and, for steps
-still unlogged when a run ends (a limit, stop value, cancellation, error), once at its end.
+The `train` metrics line is the same in both pipelines: the learner metrics averaged over the steps
+since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s` (over this
+process's run), `learner_threads` (of the last step), `budget_queue_len`, `buffer_transitions`,
+`buffer_bytes_per_transition`, and the time accounting so far (phases.py: `<phase>_s_total`,
+`learner_busy_fraction`, `overlap_bound_s`; the `stop` line has them too). It is written after every
+learner step whose train_iter is a multiple of `train_log_interval` (a steady cadence, the same
+lines in a run resumed as in the run never stopped), after the step that reaches `max_train_iter`,
+and, for steps still unlogged when a run ends (a limit, stop value, cancellation, error), once at
+its end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from zeropipe.learner.learner import Learner
 from zeropipe.learner.precision import log_choice
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
@@ -81,7 +84,7 @@ def open_run(
     threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
     apply_threads(threads)
     log_choice(cfg.policy.learner_autocast, comps.learner.autocast)
-    trainer = Trainer(comps.learner, comps.buffer, cfg.policy)
+    trainer = Trainer(comps.learner, comps.buffer, cfg.policy, PhaseClock())
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
     run.metrics.listeners.extend(listeners)
@@ -131,6 +134,7 @@ def log_train(state: RunState) -> None:
         budget_queue_len=len(trainer.budgets),
         buffer_transitions=buffer.num_transitions,
         buffer_bytes_per_transition=buffer.nbytes() / max(buffer.num_transitions, 1),
+        **state.phases.fields(state.wall_s()),
     )
 
 
@@ -154,11 +158,18 @@ def close_run(state: RunState, progress: ProgressLine | None) -> RunSummary:
     Returns:
         How the run ended (`wall_s`: since the run directory was opened).
     """
-    summary = state.summary(state.wall_s())
+    wall_s = state.wall_s()
+    summary = state.summary(wall_s)
     error = {} if state.error is None else {"error": state.error}
     state.run.metrics.log(
-        "stop", state.envstep, state.train_iter, reason=summary.stop_reason, **error
+        "stop",
+        state.envstep,
+        state.train_iter,
+        reason=summary.stop_reason,
+        **state.phases.fields(wall_s),
+        **error,
     )
+    log.info("%s", state.phases.summary(wall_s))
     state.run.close()
     if progress is not None:
         progress.update(state.envstep, state.train_iter, force=True)

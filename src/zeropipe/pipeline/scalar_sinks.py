@@ -22,6 +22,8 @@ from typing import Any, Protocol
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 
 # Fields that are no curve (see the module docstring).
+# the end of a run: its time accounting is on the train lines already, as curves
+NOT_CURVE_EVENTS = frozenset({"stop"})
 NOT_CURVES = frozenset(
     {
         "time_s",
@@ -57,6 +59,8 @@ def curve_scalars(record: dict[str, Any]) -> dict[str, float]:
     """The `event/field -> value` scalars of one metrics line (finite numbers that draw a
     curve; see the module docstring)."""
     event = record["event"]
+    if event in NOT_CURVE_EVENTS:
+        return {}
     return {
         f"{event}/{key}": float(value)
         for key, value in record.items()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from zeropipe.pipeline.events import EventBus
+from zeropipe.pipeline.phases import PHASES
 
 WorkerStates = Callable[[], dict[str, dict[str, Any]]]
 
@@ -59,7 +60,10 @@ class StatusBoard:
             "budget_queue_len": 0,
             "publish_s_total": 0.0,
             "publish_s_last": None,
+            "learner_busy_fraction": None,
+            "overlap_bound_s": None,
         }
+        self.phase_s: dict[str, float] = {}  # seconds per phase (phases.py), newest line's
         self.busy_fraction: dict[str, float] = {}
         self.worker_states: WorkerStates | None = None  # set by the driver once it has workers
 
@@ -77,6 +81,8 @@ class StatusBoard:
         for key in ("envstep_per_s", "learner_steps_per_s"):
             if record.get(key) is not None:
                 f[f"{key}_run"] = record[key]
+        if kind in ("train", "stop"):
+            self._phases(record)
         if kind == "train":
             self.losses = {k: v for k, v in record.items() if k.endswith("_loss")}
         elif kind == "collect":
@@ -99,6 +105,14 @@ class StatusBoard:
         elif kind == "stop":
             f["running"] = False
             f["stop_reason"] = record["reason"]
+
+    def _phases(self, record: Mapping[str, Any]) -> None:
+        for phase in PHASES:
+            if record.get(f"{phase}_s_total") is not None:
+                self.phase_s[phase] = record[f"{phase}_s_total"]
+        for key in ("learner_busy_fraction", "overlap_bound_s"):
+            if record.get(key) is not None:
+                self.figures[key] = record[key]
 
     def _sample(self, time_s: float, envstep: int, train_iter: int) -> None:
         if self._origin is None or time_s == 0.0:
@@ -137,6 +151,7 @@ class StatusBoard:
             "time_s": now_s,
             **self.rates(now_s),
             "losses": dict(self.losses),
+            "phase_s": dict(self.phase_s),
             "info": dict(self.info),
             "events_dropped": dropped,
             "workers": workers,

@@ -57,6 +57,14 @@ GAUGES = {  # status key -> (metric name, help); exported as NaN until known
     "budget_queue_len": ("zeropipe_budget_queue_length", "Train budgets waiting"),
     "publish_s_last": ("zeropipe_publish_seconds_last", "Seconds of the newest snapshot publish"),
     "time_s": ("zeropipe_run_seconds", "Seconds since the run started (its time_s)"),
+    "learner_busy_fraction": (
+        "zeropipe_learner_busy_fraction",
+        "Share of this process's wall time spent in learner steps",
+    ),
+    "overlap_bound_s": (
+        "zeropipe_overlap_bound_seconds",
+        "max(train + driver, collect + eval) seconds so far: the perfect-overlap wall time",
+    ),
 }
 COUNTERS = {  # exported with the _total suffix
     "envstep": ("zeropipe_envsteps", "Env steps collected"),
@@ -145,6 +153,12 @@ class _StatusCollector:
         run = GaugeMetricFamily("zeropipe_run_info", "The run (1)", labels=list(RUN_LABELS))
         run.add_metric([str(info.get(k, "")) for k in RUN_LABELS], 1.0)
         yield run
+        phases = CounterMetricFamily(
+            "zeropipe_phase_seconds", "Seconds spent per phase of the run", labels=["phase"]
+        )
+        for phase, value in sorted(s.get("phase_s", {}).items()):
+            phases.add_metric([phase], value)
+        yield phases
         busy = GaugeMetricFamily(
             "zeropipe_worker_busy_fraction", "Busy share of a worker's wall time", labels=["worker"]
         )

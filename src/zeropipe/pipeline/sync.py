@@ -88,9 +88,11 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
             _evaluate(state, evaluator, progress)
             if state.stop_reason:
                 break
-        collector.load_weights(learner.network.state_dict(), state.train_iter)
         params = collect_params(cfg, state.train_iter, state.envstep)
-        state.absorb_collect(collector.collect(params.temperature, params.epsilon))
+        with state.phases.timing("collect"):
+            collector.load_weights(learner.network.state_dict(), state.train_iter)
+            outcome = collector.collect(params.temperature, params.epsilon)
+        state.absorb_collect(outcome)
         _train_budgets(state, evaluator, progress)
         state.check_limits()
         state.maybe_checkpoint()
@@ -104,7 +106,7 @@ def _train_budgets(state: RunState, evaluator: Evaluator, progress: ProgressLine
     env steps are spent (the budgets owed then are trained without evals, as on 'budget_end'
     and async; the final eval scores the last weights)."""
     cfg = state.cfg
-    inside = cfg.policy.resolved_eval_grid(async_run=False) == "learner_step"
+    inside = cfg.policy.eval_grid == "learner_step"
     inside = inside and state.envstep < cfg.max_env_step
     while state.trainer.budgets and state.train_iter < cfg.max_train_iter:
         learner_step(state)
@@ -119,9 +121,11 @@ def _evaluate(
     state: RunState, evaluator: Evaluator, progress: ProgressLine, gate: bool = True
 ) -> None:
     """Score the current weights; `gate`: a scheduled eval, which the eval schedule counts."""
-    snapshot = clone_state(state.trainer.learner.network)
-    evaluator.load_weights(snapshot, state.train_iter)
-    result = evaluator.evaluate(progress=progress.eval_progress)
+    with state.phases.timing("eval"):
+        state.trainer.learner.check_weights()  # never score (or save as best) non-finite weights
+        snapshot = clone_state(state.trainer.learner.network)
+        evaluator.load_weights(snapshot, state.train_iter)
+        result = evaluator.evaluate(progress=progress.eval_progress)
     if gate:
         state.last_eval_iter = state.train_iter
     state.record_eval(result, snapshot, final=not gate)

@@ -17,6 +17,7 @@ from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import PolicyConfig
 from zeropipe.learner.learner import Learner, StepResult
+from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.schedule import is_trainable, reanalyze_interval, reanalyze_period
 
 
@@ -78,9 +79,18 @@ class Trainer:
         learner: the learner.
         buffer: the replay buffer (mutated only from here and by pushes, on one thread).
         cfg: policy settings.
+        phases: the run's phase clock; a learner step counts to `train`, the sampling, write-back
+            and reanalysis around it to `driver`.
     """
 
-    def __init__(self, learner: Learner, buffer: ReplayBuffer, cfg: PolicyConfig) -> None:
+    def __init__(
+        self,
+        learner: Learner,
+        buffer: ReplayBuffer,
+        cfg: PolicyConfig,
+        phases: PhaseClock | None = None,
+    ) -> None:
+        self.phases = phases if phases is not None else PhaseClock()
         self.learner = learner
         self.buffer = buffer
         self.cfg = cfg
@@ -121,21 +131,27 @@ class Trainer:
     def step(self) -> StepResult:
         """One learner step from the head budget; the caller checks there is one."""
         budget = self.budgets[0]
+        phases = self.phases
         if budget.reanalyze_interval and budget.progress % budget.reanalyze_interval == 0:
-            self.reanalyze_buffer()
+            with phases.timing("driver"):
+                self.reanalyze_buffer()
         start = time.perf_counter()
-        batch = self.buffer.sample(self.cfg.batch_size)
-        result = self.learner.step(batch)
-        if self.cfg.use_priority:
-            self.buffer.update_priorities(batch.indices, result.priorities, batch.make_time)
-        if result.writeback is not None and result.writeback.indices.size:
-            self._write_back(result.writeback)
+        with phases.timing("driver"):
+            batch = self.buffer.sample(self.cfg.batch_size)
+        with phases.timing("train"):
+            result = self.learner.step(batch)
+        with phases.timing("driver"):
+            if self.cfg.use_priority:
+                self.buffer.update_priorities(batch.indices, result.priorities, batch.make_time)
+            if result.writeback is not None and result.writeback.indices.size:
+                self._write_back(result.writeback)
         self.stats.add(result.metrics, time.perf_counter() - start)
         budget.progress += 1
         if budget.done:
             self.budgets.popleft()
             self.completed_budgets += 1
-            self._after_budget()
+            with phases.timing("driver"):
+                self._after_budget()
         return result
 
     def _after_budget(self) -> None:
