@@ -31,6 +31,7 @@ from benchmarks import (
     bench_search,
     bench_transport,
     learning,
+    pace,
     same_run,
 )
 from benchmarks.machine import describe_run, format_header
@@ -49,6 +50,7 @@ ON_REQUEST = {
     "neighbours": bench_neighbours.main,
     "precision": bench_precision.main,
     "same-run": same_run.main,
+    "pace": pace.main,
 }
 
 

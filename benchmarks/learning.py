@@ -37,13 +37,12 @@ from benchmarks.learning_stats import (
     median_ratios,
     pooled_async_ratio,
 )
+from benchmarks.learning_time import format_phases, format_time_table
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = ("configs/cartpole_muzero_475.yaml", "configs/acrobot_muzero.yaml")
-# Cores one run keeps busy: the sync driver; the async driver plus a collector and an evaluator.
-CORES_PER_RUN = {"sync": 2, "async": 3}
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,10 @@ class Curve:
     # they had not yet trained for (the eval lines' owed_learner_steps); NaN where not logged
     learner_steps: list[float] = field(default_factory=list)
     owed: list[float] = field(default_factory=list)
+    # the process's wall seconds from start to exit (what a user waits; None: not measured),
+    # and its `stop` line (the stop reason and the time accounting's phase seconds)
+    process_wall_s: float | None = None
+    stop: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,21 @@ class Row:
     # success, and the learner steps owed then (data collected and not yet trained for)
     learner_steps_to_threshold: list[float] = field(default_factory=list)
     owed_at_threshold: list[float] = field(default_factory=list)
+    # per seed whose run stopped at the threshold (its stop value): the process's wall seconds,
+    # start to exit (what a user waits for the goal), its perfect-overlap bound (phases.py) and
+    # its learner's busy fraction, from the `stop` line
+    process_wall_s_to_goal: list[float] = field(default_factory=list)
+    overlap_bound_s: list[float] = field(default_factory=list)
+    learner_busy_fraction: list[float] = field(default_factory=list)
+    # median seconds per phase over those seeds (collect, train, driver, eval, wait)
+    phase_s: dict[str, float] = field(default_factory=dict)
 
 
-def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
+def _command(spec: RunSpec, overrides: list[str], threads: int | None) -> list[str]:
     cmd = [sys.executable, "-m", "zeropipe", "train", str(ROOT / spec.config), "--quiet"]
     cmd += ["--set", f"seed={spec.seed}", "--set", f"exp_name={spec.run_dir}"]
-    cmd += ["--set", f"policy.learner_num_threads={threads}"]
+    if threads is not None:  # runs sharing the cores; one at a time: the shipped choice
+        cmd += ["--set", f"policy.learner_num_threads={threads}"]
     if spec.pipeline == "async":
         cmd.append("--async-pipeline")
     for item in overrides:
@@ -108,10 +120,11 @@ def _command(spec: RunSpec, overrides: list[str], threads: int) -> list[str]:
 
 
 def _read_curve(spec: RunSpec, returncode: int) -> Curve:
+    wall = _process_wall(spec)
     try:
         run = read_run(spec.run_dir)
     except InputError:  # the run logged no eval (it failed or was too short)
-        return Curve(spec, [], [], [], returncode)
+        return Curve(spec, [], [], [], returncode, process_wall_s=wall)
     return Curve(
         spec,
         run.reward.envstep.astype(int).tolist(),
@@ -120,13 +133,30 @@ def _read_curve(spec: RunSpec, returncode: int) -> Curve:
         returncode,
         run.learner_step.value.tolist(),
         run.owed.value.tolist(),
+        process_wall_s=wall,
+        stop=_stop_line(spec.run_dir),
     )
 
 
-def run_one(spec: RunSpec, overrides: list[str], threads: int, timeout_s: float) -> Curve:
+def _process_wall(spec: RunSpec) -> float | None:
+    """The run's process wall seconds, as `run_one` wrote them beside its log."""
+    path = spec.run_dir.with_suffix(".wall.json")
+    return json.loads(path.read_text())["process_wall_s"] if path.is_file() else None
+
+
+def _stop_line(run_dir: Path) -> dict:
+    """The run's `stop` record ({} when it has none)."""
+    metrics = run_dir / "log" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines() if metrics.is_file() else []
+    stops = [json.loads(x) for x in lines if x.startswith('{"event": "stop"')]
+    return stops[-1] if stops else {}
+
+
+def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s: float) -> Curve:
     """Train one run to its stop rule and read its eval curve."""
     log_path = spec.run_dir.with_suffix(".log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
     with log_path.open("w") as log:
         try:
             proc = subprocess.run(
@@ -139,6 +169,8 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int, timeout_s: float)
             code = proc.returncode
         except subprocess.TimeoutExpired:
             code = -1
+    wall = {"process_wall_s": round(time.monotonic() - start, 3), "returncode": code}
+    spec.run_dir.with_suffix(".wall.json").write_text(json.dumps(wall))
     return _read_curve(spec, code)
 
 
@@ -155,6 +187,7 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
     the lowest eval of each successful seed in that many env steps after its first success."""
     steps, walls, bests, finals, drops, holds = [], [], [], [], [], []
     learner, owed = [], []
+    goal = _to_goal([c for c in curves if c.stop.get("reason") == "stop_value"], threshold)
     for curve in curves:
         if not curve.rewards:
             continue
@@ -187,7 +220,35 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
         lowest_in_hold=holds,
         learner_steps_to_threshold=learner,
         owed_at_threshold=owed,
+        **goal,
     )
+
+
+def _to_goal(stopped: list[Curve], threshold: float) -> dict:
+    """The Row's wall-clock fields over the runs that stopped at their stop value (the
+    threshold, or higher: a run's own stop value reached is the goal it was given)."""
+    timed = [c for c in stopped if c.process_wall_s is not None and c.rewards[-1] >= threshold]
+    phases = ("collect", "train", "driver", "eval", "wait")
+    return {
+        "process_wall_s_to_goal": [c.process_wall_s for c in timed],
+        "overlap_bound_s": [_bound(c) for c in timed if c.spec.pipeline == "sync" and c.stop],
+        "learner_busy_fraction": [
+            c.stop["learner_busy_fraction"] for c in timed if "learner_busy_fraction" in c.stop
+        ],
+        "phase_s": {
+            p: statistics.median(c.stop[f"{p}_s_total"] for c in timed)
+            for p in phases
+            if timed and all(f"{p}_s_total" in c.stop for c in timed)
+        },
+    }
+
+
+def _bound(curve: Curve) -> float:
+    """A sync run's perfect-overlap wall time: its process wall seconds less the shorter side
+    of max(train + driver, collect + eval) (phases.py), the time overlap could hide. Start-up,
+    teardown and what no phase counts stay in it."""
+    t = {k: curve.stop.get(f"{k}_s_total", 0.0) for k in ("collect", "train", "driver", "eval")}
+    return curve.process_wall_s - min(t["train"] + t["driver"], t["collect"] + t["eval"])
 
 
 def _logged(values: list[float], index: int) -> list[float]:
@@ -329,7 +390,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=float, help="success threshold (default: stop_value)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "learning")
-    parser.add_argument("--jobs", type=int, help="runs at once (default: what the cores allow)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="runs at once (default 1: wall seconds mean something only for runs made one at a "
+        "time on a quiet machine; more share the cores, and each run's learner is then pinned "
+        "to the threads its share allows)",
+    )
+    parser.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=16,
+        help="episodes per eval, all at once (env.n_evaluator_episode and env.evaluator_env_num;"
+        " default 16: three seeded episodes judge a policy poorly). 0: the configs' own",
+    )
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     parser.add_argument(
         "--judge-only",
@@ -351,6 +426,10 @@ def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
     _fill_defaults(args)
+    if args.eval_episodes:  # first, so that a --set of the same key wins
+        n = args.eval_episodes
+        eval_set = [f"env.n_evaluator_episode={n}", f"env.evaluator_env_num={n}"]
+        args.overrides = eval_set + args.overrides
     out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
     specs = [
         RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")
@@ -371,6 +450,8 @@ def main(argv: list[str] | None = None) -> None:
     if {"sync", "async"} <= set(args.pipelines):
         print(format_pooled(pooled_async_ratio(rows)))
         print("\n".join(format_median_ratio(r) for r in median_ratios(rows)))
+        print(format_time_table(rows))
+    print(format_phases(rows))
     (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
     _plot(curves, out / "learning.png")
     plot_grid(curves, thresholds, out / "learning_grid.png")
@@ -381,9 +462,10 @@ def main(argv: list[str] | None = None) -> None:
 def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
     """Train every run, as many at once as the cores (or `--jobs`) allow."""
     cores = os.cpu_count() or 1
-    per_run = max(CORES_PER_RUN[p] for p in args.pipelines)
-    jobs = args.jobs or max(1, cores // per_run)
-    threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
+    jobs = args.jobs
+    threads = None  # one at a time: the run's own choice, as a user's run makes it
+    if jobs > 1:
+        threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
     out = specs[0].run_dir.parent
     print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
     with ThreadPoolExecutor(jobs) as pool:

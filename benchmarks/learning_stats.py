@@ -69,11 +69,15 @@ class MedianRatio:
     seeds: tuple[int, int]  # successes (sync, async)
 
 
-def median_ratios(rows, draws: int = 10_000, seed: int = 0) -> list[MedianRatio]:
+def median_ratios(
+    rows, draws: int = 10_000, seed: int = 0, field: str = "envsteps_to_threshold"
+) -> list[MedianRatio]:
     """Per config with a success in both pipelines, in the rows' order; each config's interval
-    from its own generator, so it does not move with the other configs judged beside it."""
+    from its own generator, so it does not move with the other configs judged beside it.
+    `field`: the Row's per-seed values (env steps to threshold, or the process's wall seconds
+    to the goal)."""
     out = []
-    for config, (s, a) in _pairs_by_config(rows).items():
+    for config, (s, a) in _pairs_by_config(rows, field).items():
         rng = np.random.default_rng(seed)  # the table's median: of env steps, not their logs
         point = float(np.median(a) / np.median(s))
         boots = _resampled_medians(a, draws, rng) / _resampled_medians(s, draws, rng)
@@ -124,13 +128,15 @@ def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(np.log(s), np.log(a)) for s, a in _pairs_by_config(rows).values()]
 
 
-def _pairs_by_config(rows) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(sync, async) env steps to threshold by config with successes in both, in the rows'
-    order."""
+def _pairs_by_config(
+    rows, field: str = "envsteps_to_threshold"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(sync, async) values of `field` (env steps to threshold) by config with successes in
+    both, in the rows' order."""
     by_config: dict[str, dict[str, np.ndarray]] = {}
     for row in rows:
-        if row.envsteps_to_threshold:
-            steps = np.asarray(row.envsteps_to_threshold, dtype=float)
+        if getattr(row, field):
+            steps = np.asarray(getattr(row, field), dtype=float)
             by_config.setdefault(row.config, {})[row.pipeline] = steps
     both = {c: d for c, d in by_config.items() if {"sync", "async"} <= d.keys()}
     return {c: (d["sync"], d["async"]) for c, d in both.items()}

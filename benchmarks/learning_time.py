@@ -1,0 +1,75 @@
+"""The learning benchmark's wall-clock table: what a user waits for the goal, per pipeline.
+
+Runs in: the learning benchmark's process. One row per config judged in both pipelines: the
+median process wall seconds to the goal (start to exit of a run that stopped at its stop value)
+for sync and async, async over sync with a percentile bootstrap interval over the seeds, the
+perfect-overlap bound of the sync runs (each sync run's wall less the shorter side of
+max(train + driver, collect + eval), from its `stop` line: phases.py), async's wall over that
+bound, the learner's busy fraction, and the
+median env steps to the threshold for both (reported, not a gate). Wall seconds mean something
+only for runs made one at a time on a quiet machine (`--jobs 1`, the default).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from benchmarks.learning_stats import median_ratios
+
+WALL = "process_wall_s_to_goal"
+
+
+def format_time_table(rows) -> str:
+    """A Markdown table of the rows (`benchmarks.learning.Row`) with both pipelines."""
+    lines = [
+        "| config | success sync / async | wall s to goal, sync | async | async / sync [95%] "
+        "| overlap bound s (sync) | async / bound | learner busy sync / async "
+        "| env steps to threshold, sync | async | async / sync |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    walls = {r.config: r for r in median_ratios(rows, field=WALL)}
+    steps = {r.config: r for r in median_ratios(rows)}
+    by_config: dict[str, dict[str, object]] = {}
+    for row in rows:
+        by_config.setdefault(row.config, {})[row.pipeline] = row
+    for config, pair in by_config.items():
+        if {"sync", "async"} - pair.keys():
+            continue
+        s, a = pair["sync"], pair["async"]
+        lines.append(
+            f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
+            f"{len(getattr(a, WALL))}/{a.seeds} | {_median(getattr(s, WALL))} "
+            f"| {_median(getattr(a, WALL))} | {_ratio(walls.get(config))} "
+            f"| {_median(s.overlap_bound_s)} | {_over_bound(a, s)} "
+            f"| {_median(s.learner_busy_fraction, '.2f')} / "
+            f"{_median(a.learner_busy_fraction, '.2f')} "
+            f"| {_median(s.envsteps_to_threshold, ',.0f')} "
+            f"| {_median(a.envsteps_to_threshold, ',.0f')} | {_ratio(steps.get(config))} |"
+        )
+    return "\n".join(lines)
+
+
+def format_phases(rows) -> str:
+    """Per row, the median seconds per phase of the runs that reached the goal."""
+    out = []
+    for row in rows:
+        if row.phase_s:
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in row.phase_s.items())
+            out.append(f"phases, {Path(row.config).stem} {row.pipeline} (median s): {parts}")
+    return "\n".join(out)
+
+
+def _median(values, fmt: str = ".1f") -> str:
+    return format(statistics.median(values), fmt) if values else "-"
+
+
+def _ratio(r) -> str:
+    return "-" if r is None else f"{r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]"
+
+
+def _over_bound(a, s) -> str:
+    """Async's median wall over sync's median perfect-overlap bound."""
+    if not getattr(a, WALL) or not s.overlap_bound_s:
+        return "-"
+    return f"{statistics.median(getattr(a, WALL)) / statistics.median(s.overlap_bound_s):.2f}"
