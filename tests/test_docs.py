@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,14 @@ def test_the_docs_build_strictly(tmp_path: Path):
     )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stderr[-5000:]}"
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_links_only_to_files_in_the_repository():
+    for target in LINK.findall((ROOT / "README.md").read_text()):
+        assert "://" not in target, f"README.md links outside the repository: {target}"
+        path = (ROOT / target.split("#", 1)[0]).resolve()
+        assert path.is_relative_to(ROOT), f"README.md links outside the repository: {target}"
+        assert path.exists(), f"README.md links to a missing file: {target}"
