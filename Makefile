@@ -43,7 +43,7 @@ format: $(STAMP)
 # install made before it was added gets it here.
 docs: $(STAMP)
 	$(PY) -c "import mkdocs, material, mkdocstrings" 2>/dev/null || $(PY) -m pip install --quiet -e ".[docs]"
-	$(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 docs-serve: docs
 	$(VENV)/bin/mkdocs serve
