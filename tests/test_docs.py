@@ -47,3 +47,12 @@ def test_the_readme_links_only_to_files_in_the_repository():
         path = (ROOT / target.split("#", 1)[0]).resolve()
         assert path.is_relative_to(ROOT), f"README.md links outside the repository: {target}"
         assert path.exists(), f"README.md links to a missing file: {target}"
+
+
+def test_the_pages_speak_of_the_product_not_of_its_tracker():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        found = re.search(r"\bissues? #?\d+", text, re.IGNORECASE)
+        assert found is None, f"{page.relative_to(ROOT)} names an issue: {found.group(0)!r}"
+        assert "shared/DESIGN" not in text, f"{page.relative_to(ROOT)}: use docs/design.md"
