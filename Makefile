@@ -8,7 +8,7 @@ CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install train test test-all lint format bench bench-learning bench-gpu clean
+.PHONY: install train test test-all lint format docs docs-serve bench bench-learning bench-gpu clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,16 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests benchmarks
 	$(VENV)/bin/ruff format src tests benchmarks
 
+# The documentation site (mkdocs + material, source in docs/, config mkdocs.yml) into site/;
+# --strict turns a broken link or a missing page into an error. The docs extra is in dev, so an
+# install made before it was added gets it here.
+docs: $(STAMP)
+	$(PY) -c "import mkdocs, material, mkdocstrings" 2>/dev/null || $(PY) -m pip install --quiet -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve: docs
+	$(VENV)/bin/mkdocs serve
+
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
@@ -45,12 +55,12 @@ bench: $(STAMP)
 bench-learning: $(STAMP)
 	$(PY) -m benchmarks learning
 
-# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models (issue 14).
+# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models.
 bench-gpu:
 	TORCH_SPEC="$(TORCH_SPEC)" benchmarks/gpu_pong.sh
 
 # numba's on-disk cache keys a kernel by its own file only: after editing mcts/ kernels that are
 # inlined into others (selection.py, backup.py, qtransform.py), `make clean` drops stale builds.
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .ruff_cache
 	find src -name '*.nbi' -o -name '*.nbc' | xargs rm -f

@@ -1,4 +1,5 @@
-"""Every Python code block of README.md runs as written, so the README's examples cannot rot.
+"""Every Python code block of README.md and of the documentation pages (docs/**/*.md) runs as
+written, so their examples cannot rot. A block that appears on several pages runs once.
 
 Each block runs unmodified, as its own script in a fresh working directory, in a subprocess with
 a hard timeout. The only change is the budget: each config file a block names
@@ -37,7 +38,21 @@ TINY_BUDGET = {
     "policy.game_segment_length": 10,
     "policy.eval_freq": 10,
 }
-BLOCKS = BLOCK.findall((ROOT / "README.md").read_text())
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _collect_blocks() -> dict[str, list[str]]:
+    """Each distinct block's code -> where it is ("docs/guide/embedding.md#0", ...)."""
+    blocks: dict[str, list[str]] = {}
+    for page in PAGES:
+        for index, code in enumerate(BLOCK.findall(page.read_text())):
+            blocks.setdefault(code, []).append(f"{page.relative_to(ROOT)}#{index}")
+    return blocks
+
+
+BLOCKS = _collect_blocks()
+CODES = list(BLOCKS)
+README_BLOCKS = [code for code, places in BLOCKS.items() if any("README" in p for p in places)]
 
 
 def tiny_copy(config: str, cwd: Path) -> None:
@@ -111,17 +126,19 @@ def _left_after_exit(sid: int, grace: float = 10.0) -> list[str]:
     return left
 
 
-def test_the_readme_has_python_blocks():
-    assert len(BLOCKS) >= 2  # the two embedding examples
+def test_the_readme_and_the_docs_have_python_blocks():
+    assert README_BLOCKS  # the README's embedding example
+    assert len(CODES) >= 2  # the two embedding examples (docs/guide/embedding.md)
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_a_readme_python_block_runs_as_written(tmp_path: Path, index: int):
-    code = BLOCKS[index]
+@pytest.mark.parametrize("index", range(len(CODES)), ids=[BLOCKS[c][0] for c in CODES])
+def test_a_python_block_runs_as_written(tmp_path: Path, index: int):
+    code = CODES[index]
+    where = ", ".join(BLOCKS[code])
     for config in set(CONFIG_PATH.findall(code)):
         tiny_copy(config, tmp_path)
-    script = tmp_path / f"readme_block_{index}.py"
+    script = tmp_path / f"doc_block_{index}.py"
     script.write_text(code)
     before = shm_blocks()
     proc = subprocess.Popen(
@@ -138,8 +155,8 @@ def test_a_readme_python_block_runs_as_written(tmp_path: Path, index: int):
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"README block {index} ran past 150 s:\n{code}\n{err[-3000:]}")
-    assert proc.returncode == 0, f"README block {index} failed:\n{code}\n{err[-3000:]}"
+        pytest.fail(f"block {where} ran past 150 s:\n{code}\n{err[-3000:]}")
+    assert proc.returncode == 0, f"block {where} failed:\n{code}\n{err[-3000:]}"
     assert out.strip(), "the block prints its result"
     runs = list((tmp_path / "runs").glob("*/log/metrics.jsonl"))
     assert runs and all('"event": "stop"' in path.read_text() for path in runs)

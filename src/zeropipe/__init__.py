@@ -6,7 +6,7 @@ Embedding the async pipeline in an asyncio application::
 
     summary = await train_async(load_config("configs/cartpole_muzero.yaml"))
 
-or, to follow it as it runs (README: "Embedding the async driver")::
+or, to follow it as it runs (docs/guide/embedding.md)::
 
     run = start(load_config("configs/cartpole_muzero.yaml"))
     async for event in run.events():  # CollectEvent, TrainEvent, EvalEvent, ..., StopEvent

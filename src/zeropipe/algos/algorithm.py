@@ -1,4 +1,4 @@
-"""The algorithm seam: what a policy type is made of (DESIGN §3a, after mctx `policies.py`).
+"""The algorithm seam: what a policy type is made of (docs/design.md; after mctx `policies.py`).
 
 Runs in: any. `policy.type` names one registered `Algorithm` (see `registry.py`): its config
 section (a `PolicyConfig` subclass declared beside the algorithm), a *family* that builds the

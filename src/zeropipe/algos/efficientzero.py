@@ -42,7 +42,7 @@ class EfficientZeroConfig(EfficientZeroFamilyConfig):
     """`policy.type: efficientzero` (Ye et al. 2021)."""
 
     type: Literal["efficientzero"] = Field(
-        "efficientzero", description="Policy type; see DESIGN §3."
+        "efficientzero", description="Policy type; see docs/policies/efficientzero.md."
     )
     policy_entropy_weight: float = Field(
         0.0, ge=0.0, description="Entropy bonus weight (the reference's efficientzero: none)."

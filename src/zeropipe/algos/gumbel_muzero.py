@@ -73,7 +73,7 @@ class GumbelMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: gumbel_muzero`."""
 
     type: Literal["gumbel_muzero"] = Field(
-        "gumbel_muzero", description="Policy type; see DESIGN §3."
+        "gumbel_muzero", description="Policy type; see docs/policies/gumbel_muzero.md."
     )
     gumbel: GumbelConfig = Field(default_factory=GumbelConfig, description="Gumbel search.")
     policy_entropy_weight: float = Field(

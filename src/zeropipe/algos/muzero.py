@@ -61,7 +61,9 @@ class MuZeroFamilyConfig(PolicyConfig):
 class MuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: muzero` (MuZero, Schrittwieser et al. 2020)."""
 
-    type: Literal["muzero"] = Field("muzero", description="Policy type; see DESIGN §3.")
+    type: Literal["muzero"] = Field(
+        "muzero", description="Policy type; see docs/policies/muzero.md."
+    )
 
 
 class ContextFreeRoots:

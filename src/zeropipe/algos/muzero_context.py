@@ -25,7 +25,7 @@ class MuZeroContextConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_context`."""
 
     type: Literal["muzero_context"] = Field(
-        "muzero_context", description="Policy type; see DESIGN §3."
+        "muzero_context", description="Policy type; see docs/policies/muzero_context.md."
     )
 
 

@@ -49,7 +49,7 @@ class MuZeroRNNFullObsConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_rnn_full_obs`."""
 
     type: Literal["muzero_rnn_full_obs"] = Field(
-        "muzero_rnn_full_obs", description="Policy type; see DESIGN §3."
+        "muzero_rnn_full_obs", description="Policy type; see docs/policies/muzero_rnn_full_obs.md."
     )
     model: HistoryModelConfig = Field(
         default_factory=HistoryModelConfig, description="Network settings."

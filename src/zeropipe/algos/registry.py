@@ -1,4 +1,4 @@
-"""policy.type → its `Algorithm` (DESIGN §3): config section, family and search policy.
+"""policy.type → its `Algorithm` (docs/policies/): config section, family and search policy.
 
 Runs in: any. The top of `algos/`: it imports every built-in type's module, and no module of
 `algos/` imports it. Importing it registers the built-in types (their config sections too, so

@@ -37,7 +37,8 @@ class SampledEfficientZeroConfig(SampledOptions, EfficientZeroFamilyConfig):
     """`policy.type: sampled_efficientzero`; keeps the entropy term (the reference does)."""
 
     type: Literal["sampled_efficientzero"] = Field(
-        "sampled_efficientzero", description="Policy type; see DESIGN §3."
+        "sampled_efficientzero",
+        description="Policy type; see docs/policies/sampled_efficientzero.md.",
     )
     model: SampledMuZeroModelConfig = Field(
         default_factory=SampledMuZeroModelConfig, description="Network settings."

@@ -40,7 +40,7 @@ class SampledMuZeroConfig(SampledOptions, MuZeroFamilyConfig):
     """`policy.type: sampled_muzero`."""
 
     type: Literal["sampled_muzero"] = Field(
-        "sampled_muzero", description="Policy type; see DESIGN §3."
+        "sampled_muzero", description="Policy type; see docs/policies/sampled_muzero.md."
     )
     model: SampledMuZeroModelConfig = Field(
         default_factory=SampledMuZeroModelConfig, description="Network settings."

@@ -61,7 +61,7 @@ class SampledUniZeroConfig(SampledOptions, UniZeroFamilyConfig):
     """`policy.type: sampled_unizero`."""
 
     type: Literal["sampled_unizero"] = Field(
-        "sampled_unizero", description="Policy type; see DESIGN §3."
+        "sampled_unizero", description="Policy type; see docs/policies/sampled_unizero.md."
     )
     model: SampledUniZeroModelConfig = Field(
         default_factory=SampledUniZeroModelConfig, description="Network settings."

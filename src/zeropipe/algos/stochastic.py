@@ -117,7 +117,7 @@ class StochasticMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: stochastic_muzero`."""
 
     type: Literal["stochastic_muzero"] = Field(
-        "stochastic_muzero", description="Policy type; see DESIGN §3."
+        "stochastic_muzero", description="Policy type; see docs/policies/stochastic_muzero.md."
     )
     model: StochasticModelConfig = Field(
         default_factory=StochasticModelConfig, description="Network settings."

@@ -65,7 +65,9 @@ class UniZeroFamilyConfig(PolicyConfig):
 class UniZeroConfig(UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
 
-    type: Literal["unizero"] = Field("unizero", description="Policy type; see DESIGN §3.")
+    type: Literal["unizero"] = Field(
+        "unizero", description="Policy type; see docs/policies/unizero.md."
+    )
     eval_tie_break: Literal["random", "first"] = Field(
         "first",
         description="PUCT ties in eval searches: 'first' as LightZero's unizero eval search "

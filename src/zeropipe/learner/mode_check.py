@@ -4,11 +4,11 @@ Runs in: driver, every `CHECK_EVERY` learner steps of a network with BatchNorm l
 learner runs the network in train mode: each BatchNorm normalises with the statistics of the
 batch in front of it, separately at the root and at every unroll step. Actors, evaluators and
 the bootstrap values run it in eval mode, on running statistics averaged over all those calls.
-Where the unrolled latents drift away from the encoded ones, that average fits neither, and
-the acting network stops being the trained one. Pong MuZero with BatchNorm (README "Pong"), at
+Where the unrolled latents drift away from the encoded ones, that average fits neither, and the
+acting network stops being the trained one. Pong MuZero with BatchNorm (docs/policies/muzero.md), at
 learner step 7,989: root values 0.00 ± 0.00 in eval mode against −0.13 ± 0.27 in train mode,
-policies 0.96 nats apart; its bootstrap values stayed near 0, so its value targets never grew
-past the 5-step rewards. CartPole and MinAtar MuZero with BatchNorm stay within a few percent.
+policies 0.96 nats apart; its bootstrap values stayed near 0, so its value targets never grew past
+the 5-step rewards. CartPole and MinAtar MuZero with BatchNorm stay within a few percent.
 
 The check compares the two modes' root values on the batch's observations, leaves the running
 statistics and the torch RNG as they were (the run's trajectory does not change), and warns
@@ -81,7 +81,7 @@ class ModeCheck:
                 "learner step %d: the network in eval mode (what acts, evaluates and computes "
                 "the bootstrap values) gives root values %.0f%% off the train-mode ones the "
                 "learner fits: its BatchNorm running statistics no longer fit the batches. "
-                'model.norm_type: LN has no running statistics (README "Pong")',
+                "model.norm_type: LN has no running statistics (docs/policies/muzero.md)",
                 train_iter,
                 100 * gap,
             )

@@ -5,8 +5,8 @@ values in bf16 (the targets are read out, and the priorities and the optimizer k
 On a CPU with native bf16 instructions (avx512_bf16 or AMX) it is faster; without them bf16 is
 emulated and slower; on a GPU it was not measured. So `auto` is bf16 on a CPU that has the
 instructions, float32 elsewhere; `none` and `bf16` say it outright. Measured on this project's
-2-core AMD EPYC (avx512_bf16), learner steps/s, bf16 against float32 (issue 26 note): Pong MuZero
-1.5-1.6x, Acrobot MuZero 1.39x, CartPole MuZero 1.05x; learning, in the README ("bf16").
+2-core AMD EPYC (avx512_bf16), learner steps/s, bf16 against float32: Pong MuZero 1.5-1.6x,
+Acrobot MuZero 1.39x, CartPole MuZero 1.05x; learning: docs/results.md, "Inference and precision".
 """
 
 from __future__ import annotations

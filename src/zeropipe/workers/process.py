@@ -3,8 +3,8 @@
 Runs in: collector | evaluator (``worker_main``, ``serve``); driver (``worker_environment``).
 The spec, the actor and the answers are ``request_server.py``'s, shared with the Ray backend.
 
-The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (DESIGN §4) and owns
-everything around it. The protocol, as the worker sees it::
+The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (docs/design.md,
+"Transport") and owns everything around it. The protocol, as the worker sees it::
 
     worker → Hello                        (protocol version, pid)
     driver → SnapshotLayout               (once; anything else is a ProtocolError)
