@@ -98,7 +98,7 @@ def bench_pipeline(
     ]
     # the config's async as it is, and with one policy version per collect (the reference's
     # rule), so the cost of the config's collect_refresh_steps shows side by side
-    one_version = [*async_args, "--set", "policy.async_pipeline.collect_refresh_steps=null"]
+    one_version = [*async_args, "--set", "policy.async_pipeline.collect_freshness=reference"]
     runs = [("sync", []), ("async", async_args), ("async-1v", one_version)]
     if importlib.util.find_spec("ray") is not None:
         runs.append(("ray", [*async_args, "--set", "policy.async_pipeline.backend=ray"]))

@@ -68,8 +68,8 @@ def test_resume_with_the_yaml_file_says_what_it_ignores(stopped_run: Path):
         "policy.model.latent_dim=32",
         "policy.num_simulations=50",
         "seed=3",
-        "policy.async_pipeline.collect_refresh_steps=10",  # which weights play which steps
-        "policy.async_pipeline.collect_launch=just_in_time",  # when a collect is launched
+        "policy.async_pipeline.collect_freshness=refresh",  # which weights play which steps
+        "policy.async_pipeline.collect_freshness=just_in_time",  # when a collect is launched
     ],
 )
 def test_a_resume_that_would_change_the_run_is_refused_and_writes_nothing(

@@ -95,8 +95,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ADDED_SINCE_V0_1 = {
     "policy": {"tie_break", "eval_tie_break", "actor_inference", "loss_weighting", "eval_grid"},
     "async_pipeline": {
-        "collect_launch",
-        "collect_refresh_steps",
+        "collect_freshness",
         "max_queued_evals",
         "request_deadline_factor",
         "min_request_deadline_s",

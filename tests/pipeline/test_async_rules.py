@@ -95,7 +95,7 @@ def test_just_in_time_launches_once_the_owed_steps_fit_in_one_collect():
 
 
 async def test_a_just_in_time_run_trains_every_budget_and_stops(tmp_path):
-    ap = {"collect_launch": "just_in_time"}
+    ap = {"collect_freshness": "just_in_time"}
     cfg = tiny_config(tmp_path / "run", update_per_collect=20, async_pipeline=ap)
     cfg.max_env_step = 240
     await train_async(cfg, show_progress=False)

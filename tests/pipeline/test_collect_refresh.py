@@ -1,5 +1,6 @@
-"""`policy.async_pipeline.collect_refresh_steps`: a collect comes back in parts, each played with
-the newest snapshot, and the driver treats the parts as the one collect they add up to.
+"""`policy.async_pipeline.collect_freshness: refresh`: a collect comes back in parts (a fifth of a
+game segment's steps each), each played with the newest snapshot, and the driver treats the
+parts as the one collect they add up to.
 
 The collector's side (parts play what one call plays), the launcher's bookkeeping on a real run
 state (launch_fakes.py), and a real async run through worker processes.
@@ -50,7 +51,9 @@ def test_a_collect_in_parts_plays_what_one_collect_plays(tmp_path):
 
 @pytest.fixture
 def state(tmp_path) -> Iterator[RunState]:
-    cfg = tiny_config(tmp_path / "run", num_segments=4, async_pipeline={"collect_refresh_steps": 5})
+    # a segment of 25 steps comes back in parts of 25 // 5 = 5 steps
+    ap = {"collect_freshness": "refresh"}
+    cfg = tiny_config(tmp_path / "run", num_segments=4, game_segment_length=25, async_pipeline=ap)
     run_state, _ = open_run(cfg, resume=False)
     yield run_state
     run_state.run.close()
@@ -98,8 +101,10 @@ async def test_a_collector_lost_mid_collect_loses_its_parts(state):
 
 
 async def test_an_async_run_in_parts_plays_newer_weights_within_a_collect(tmp_path):
-    ap = {"collect_refresh_steps": 2}
-    cfg = tiny_config(tmp_path / "run", update_per_collect=20, async_pipeline=ap)
+    ap = {"collect_freshness": "refresh"}  # segments of 10 steps: parts of 2
+    cfg = tiny_config(
+        tmp_path / "run", update_per_collect=20, game_segment_length=10, async_pipeline=ap
+    )
     cfg.max_env_step = 240
     await train_async(cfg, show_progress=False)
     log = events(tmp_path / "run")

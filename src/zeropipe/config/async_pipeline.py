@@ -11,11 +11,19 @@ worker hung: it is killed and replaced under the restart rules (`max_restarts_pe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from zeropipe.config.section import Section
+
+# collect_freshness 'refresh': a collect comes back this many times per game segment
+REFRESH_PARTS = 5
+# options folded into collect_freshness -> what to write instead
+RENAMED = {
+    "collect_launch": "'just_in_time' for collect_launch: just_in_time, else leave it out",
+    "collect_refresh_steps": "'refresh' (every game_segment_length // 5 steps) for a number",
+}
 
 
 class AsyncPipelineConfig(Section):
@@ -44,26 +52,19 @@ class AsyncPipelineConfig(Section):
         description="Train-budget queue cap for backpressure, inactive until the buffer is "
         "trainable (None: 2 × num_collector_actors).",
     )
-    collect_launch: Literal["eager", "just_in_time"] = Field(
-        "eager",
-        description="When a collect is launched once training can consume budgets. 'eager' (the "
-        "reference's rule): whenever the budget queue's cap allows, so while the learner is the "
-        "slower side the collectors run up to the cap ahead of it, and an async run has seen more "
-        "env steps than a sync one at the same learner step (the eval lines' "
-        "owed_learner_steps). 'just_in_time': also only once the learner steps still owed would "
-        "take no longer than a collect (recent median collect, average learner step), so that "
-        "its data arrives as training runs out: less collect-ahead and a fresher collect policy "
-        "per env step, the learner no less busy.",
-    )
-    collect_refresh_steps: int | None = Field(
-        None,
-        ge=1,
-        description="Steps (of every env) after which a collect in flight comes back to the "
-        "driver with what it has and goes on with the newest weights; the driver pushes a "
-        "collect's segments and queues its one train budget only when the whole collect is "
-        "done, as without it. Less policy lag per env step where the learner trains while "
-        "collects run (a deliberate deviation from DESIGN §5's one version per collect; "
-        "README 'Learning benchmark'). None: one policy version per collect (the reference).",
+    collect_freshness: Literal["reference", "just_in_time", "refresh"] = Field(
+        "reference",
+        description="How fresh the collecting policy is kept while the learner trains (the one "
+        "lag control beside the reference's weight_sync_interval, max_policy_lag and "
+        "max_train_budget_queue_size). 'reference': a collect is launched whenever the budget "
+        "queue allows and plays one weights version (LightZero's rule). 'just_in_time': a "
+        "collect is launched only once the learner steps still owed would run out within one "
+        "collect (recent median collect, average learner step), so its data arrives as training "
+        "runs out: the learner no less busy, the collect policy fresher. 'refresh': launched as "
+        "the reference's, but a collect in flight comes back every REFRESH_PARTS-th of a game "
+        "segment (10 steps of every env for a segment of 50) and goes on with the newest "
+        "weights; its segments are pushed and its one train budget queued only when the whole "
+        "collect is done.",
     )
     max_queued_evals: int = Field(
         4,
@@ -158,6 +159,23 @@ class AsyncPipelineConfig(Section):
         "loads the model, builds its envs and compiles the search, which no measured request "
         "shows); also the least for any request before its role has a measured one.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_lag_control(cls, data: Any) -> Any:
+        """The two options it replaces are answered with the one to use."""
+        if isinstance(data, dict):
+            for old, use in RENAMED.items():
+                if old in data:
+                    raise ValueError(f"{old} is now part of collect_freshness: {use}")
+        return data
+
+    def refresh_steps(self, game_segment_length: int) -> int | None:
+        """Steps of every env after which a collect in flight takes the newest weights
+        (`collect_freshness: refresh`), else None (one weights version per collect)."""
+        if self.collect_freshness != "refresh":
+            return None
+        return max(1, game_segment_length // REFRESH_PARTS)
 
     @property
     def resolved_max_collect_inflight(self) -> int:

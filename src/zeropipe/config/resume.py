@@ -51,8 +51,7 @@ _SEMANTIC_ASYNC = (
     "max_policy_lag",
     "weight_sync_interval",
     "max_train_budget_queue_size",
-    "collect_launch",
-    "collect_refresh_steps",
+    "collect_freshness",
 )
 
 
@@ -191,7 +190,26 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
                 f"existed): {value!r}, the behaviour the run started with"
             )
     notes += _each_pipelines_own_eval_grid(raw, command)
+    notes += _one_lag_control(raw, command)
     return notes
+
+
+def _one_lag_control(raw: dict[str, Any], command: str) -> list[str]:
+    """A config.yaml written when the collect's freshness was two options (`collect_launch`,
+    `collect_refresh_steps`): the one option that does what they did. A refresh every N steps
+    becomes 'refresh', every game_segment_length // 5 steps (the note says when N differs)."""
+    ap = ((raw.get("policy") or {}).get("async_pipeline")) or {}
+    if "collect_launch" not in ap and "collect_refresh_steps" not in ap:
+        return []
+    launch, steps = ap.pop("collect_launch", "eager"), ap.pop("collect_refresh_steps", None)
+    value = "refresh" if steps is not None else launch if launch == "just_in_time" else None
+    if value is None:
+        return []  # the reference's rule, today's default
+    ap["collect_freshness"] = value
+    return [
+        f"{command}: policy.async_pipeline.collect_launch and collect_refresh_steps are one "
+        f"option now: collect_freshness: {value} (refresh steps given: {steps})"
+    ]
 
 
 def _each_pipelines_own_eval_grid(raw: dict[str, Any], command: str) -> list[str]:

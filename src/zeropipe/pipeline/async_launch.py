@@ -90,6 +90,7 @@ class Launcher:
         self.collect_s: deque[float] = deque(maxlen=DEADLINE_HISTORY)  # whole collects' walls
         self.publish_s = 0.0  # seconds spent publishing snapshots
         self.deadlines = RequestDeadlines(self.ap)
+        self.refresh_steps = self.ap.refresh_steps(cfg.policy.game_segment_length)
 
     def inflight(self, role: Role) -> int:
         """Requests in flight on the workers of `role`."""
@@ -111,13 +112,13 @@ class Launcher:
             # will bring one more budget, so it counts: the queue then never exceeds its cap.
             if len(trainer.budgets) + inflight >= cap and trainer.trainable(state.envstep):
                 return
-            if self.ap.collect_launch == "just_in_time" and not self._due_just_in_time():
+            if self.ap.collect_freshness == "just_in_time" and not self._due_just_in_time():
                 return
             if handle.idle and not await self._launch_collect(handle):
                 return  # the worker is gone; the next turn tries again
 
     def _due_just_in_time(self) -> bool:
-        """`collect_launch: just_in_time`: the learner steps still owed would run out within one
+        """`collect_freshness: just_in_time`: the learner steps still owed would run out within one
         collect (the median of the collectors' recent request durations against the average
         learner step). Due whenever either is not measured yet, or nothing is owed."""
         owed = self.state.trainer.owed_steps()
@@ -154,7 +155,7 @@ class Launcher:
             collect.temperature,
             collect.epsilon,
             num_segments=collect.segments_left,
-            max_steps=self.ap.collect_refresh_steps or 0,
+            max_steps=self.refresh_steps or 0,
         )
 
     async def launch_eval(self, final: bool = False) -> None:
@@ -281,7 +282,7 @@ class Launcher:
             return None
         del self.collects[handle.name]
         self.collect_s.append(time.monotonic() - collect.started)
-        in_parts = self.ap.collect_refresh_steps is not None
+        in_parts = self.refresh_steps is not None
         return collect.merged(), collect.line_fields(in_parts)
 
     def eval_done(self, request_id: int) -> PendingEval:

@@ -214,7 +214,7 @@ class AsyncRun:
         self.state.phases.add("collect", msg.busy_s)
         part = await self.heavy.run(self._decode, handle.name, msg)
         whole = self.launcher.collect_part(handle, part)
-        if whole is None:  # collect_refresh_steps: on with the newest weights
+        if whole is None:  # collect_freshness refresh: on with the newest weights
             await self.launcher.continue_collect(handle)
             return
         outcome, fields = whole

@@ -1,7 +1,7 @@
-"""A collect that comes back in parts (`policy.async_pipeline.collect_refresh_steps`).
+"""A collect that comes back in parts (`policy.async_pipeline.collect_freshness: refresh`).
 
-Runs in: driver (event-loop thread). Without `collect_refresh_steps` a collect is one request and
-one part. With it, a collector returns after that many steps of its envs with the segments done so
+Runs in: driver (event-loop thread). Otherwise a collect is one request and one part. With it, a
+collector returns after a fifth of a game segment's steps of its envs with the segments done so
 far; the driver sends it on with the newest snapshot and the same temperature and epsilon, until
 the collect's `num_segments` segments are done. Only then is the collect whole: one push, one
 train budget, one `collect` line — what one request would have given, played by fresher weights
@@ -47,7 +47,7 @@ class CollectInParts:
 
     def line_fields(self, in_parts: bool) -> dict[str, Any]:
         """Fields of the whole collect's `collect` line beyond the outcome's (`in_parts`:
-        `collect_refresh_steps` is set: how many parts, and the newest version played)."""
+        the collect came back in parts: how many, and the newest version played)."""
         fields: dict[str, Any] = {"launch_train_iter": self.launch_iter}
         if in_parts:
             fields["collect_parts"] = len(self.parts)

@@ -3,7 +3,7 @@
 Runs in: driver (sync pipeline) or a collector worker process (async pipeline) — the same object
 in both, which is how the two pipelines keep identical training semantics. Weights are loaded only
 between `collect()` calls, so every collect call has exactly one policy version. (The async
-pipeline's `collect_refresh_steps` splits one collect into several calls, each with its own.)
+pipeline's `collect_freshness: refresh` splits one collect into several calls, each with its own.)
 """
 
 from __future__ import annotations
