@@ -5,6 +5,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,12 @@ from tests.crafted import write_crafted_checkpoint
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
 from zeropipe.pipeline import run_dir as run_dir_module
-from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
+from zeropipe.pipeline.errors import (
+    CheckpointError,
+    CheckpointRefused,
+    RunDirExists,
+    RunDirLocked,
+)
 from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
 
 
@@ -195,3 +203,41 @@ def test_resume_refuses_a_crafted_latest_instead_of_falling_back(tmp_path, caplo
 def test_resume_without_any_checkpoint_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="no checkpoint"):
         load_latest(str(tmp_path / "run"))
+
+
+# A live run's RunDir in another process, held until its stdin closes or it is killed.
+RUN_DIR_HOLDER = """
+import sys
+from pathlib import Path
+from tests.tiny import tiny_config
+from zeropipe.pipeline.run_dir import RunDir
+run = RunDir(tiny_config(Path(sys.argv[1])), resume=True)
+print("held", flush=True)
+sys.stdin.read()
+run.close()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_run_dir_has_one_owner_and_a_sigkilled_owner_is_taken_over(tmp_path, no_leaks):
+    cfg = tiny_config(tmp_path / "run")
+    RunDir(cfg).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", RUN_DIR_HOLDER, str(tmp_path / "run")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        for resume in (True, False):
+            with pytest.raises(RunDirLocked, match=f"pid {holder.pid}\\)"):
+                RunDir(cfg, resume=resume)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate(timeout=30)
+    again = RunDir(cfg, resume=True)  # the kernel dropped the dead owner's lock
+    with pytest.raises(RunDirLocked, match=f"pid {os.getpid()}\\)"):
+        RunDir(cfg, resume=True)
+    again.close()
+    RunDir(cfg, resume=True).close()  # close() let it go

@@ -9,7 +9,9 @@ Run-directory policy: a new run **refuses** an `exp_name` that already holds fil
 message naming `--resume` (continue that run) and `--set exp_name=...` (start another). It never
 picks a suffixed name on its own: the directory a user asked for is the one that holds the run,
 and running the same command twice never changes the first run's files. `--resume` reopens the
-directory and appends to its metrics.
+directory and appends to its metrics. A run directory has one owner: `RunDir` holds an OS lock on
+`.zeropipe.lock` in it for the life of the run (run_lock.py), and a second writer (a new run into
+it, or a second `--resume`) is refused with the holder's pid.
 
 Every checkpoint write is atomic and durable: a temp file in the same directory, fsync, rename
 over the target, fsync of the directory. A failed write removes its temp file and raises
@@ -40,6 +42,7 @@ from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
 from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
 from zeropipe.pipeline.metrics_log import MetricsLog
+from zeropipe.pipeline.run_lock import LOCK_NAME, RunLock, check_unlocked
 from zeropipe.pipeline.scalar_sinks import check_sinks, open_sinks
 from zeropipe.pipeline.text_log import TextLog
 
@@ -56,15 +59,17 @@ def check_run_dir(cfg: ExperimentConfig, resume: bool) -> None:
 
     Raises:
         RunDirExists: a new run (not `resume`) was pointed at a non-empty directory.
+        RunDirLocked: a live process holds the directory (run_lock.py), new run or resume.
     """
     root = Path(cfg.exp_name)
+    check_unlocked(root)
     if not resume and not root.exists():
         _check_creatable(root)
     if resume or not root.exists():
         return
     if not root.is_dir():
         raise RunDirExists(f"exp_name {cfg.exp_name!r} is a file, not a run directory")
-    entries = sorted(p.name for p in root.iterdir())
+    entries = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME)
     if entries:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         raise RunDirExists(
@@ -103,6 +108,7 @@ class RunDir:
 
     Raises:
         RunDirExists: a new run was pointed at a directory that already holds files.
+        RunDirLocked: another live process holds the directory (run_lock.py).
     """
 
     def __init__(self, cfg: ExperimentConfig, resume: bool = False) -> None:
@@ -111,6 +117,15 @@ class RunDir:
         self.root = Path(cfg.exp_name)
         self.log_dir = self.root / "log"
         self.ckpt_dir = self.root / "ckpt"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.lock = RunLock.acquire(self.root)  # held until close(): one owner per directory
+        try:
+            self._open(cfg, resume)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, cfg: ExperimentConfig, resume: bool) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self.text_log = TextLog(self.log_dir)
@@ -139,9 +154,13 @@ class RunDir:
         return path
 
     def close(self) -> None:
-        """Close the metrics sinks, then detach the text log (its last records included)."""
-        self.metrics.close()
-        self.text_log.close()
+        """Close the metrics sinks, detach the text log (its last records included), then let
+        the directory's lock go."""
+        try:
+            self.metrics.close()
+            self.text_log.close()
+        finally:
+            self.lock.release()
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
