@@ -129,8 +129,13 @@ class RunDir:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self.text_log = TextLog(self.log_dir)
+        # A resume rewrites config.yaml with its first checkpoint, not before: a start that
+        # fails (a checkpoint that does not fit) leaves the run's config as it was, and the
+        # file always describes the run its newest checkpoint continues.
+        self._config_yaml: bytes | None = dump_config(cfg).encode()
         try:
-            write_durably(self.root / "config.yaml", lambda f: f.write(dump_config(cfg).encode()))
+            if not resume:
+                self._write_config()
             self.metrics = MetricsLog(self.log_dir)  # its clock starts before the sinks open
             for sink in open_sinks(self.log_dir, cfg, resume):
                 self.metrics.add_sink(sink)
@@ -147,11 +152,19 @@ class RunDir:
                 tensors and plain data, see checkpoint_format.py).
         """
         path = self.ckpt_dir / name
+        self._write_config()
         if name == LATEST and path.exists():
             _keep_previous(path, self.ckpt_dir / LATEST_PREV)
         plain = encode(payload)
         write_durably(path, lambda f: torch.save(plain, f))
         return path
+
+    def _write_config(self) -> None:
+        """Write config.yaml once (see __init__ for when)."""
+        if self._config_yaml is not None:
+            text = self._config_yaml
+            write_durably(self.root / "config.yaml", lambda f: f.write(text))
+            self._config_yaml = None
 
     def close(self) -> None:
         """Close the metrics sinks, detach the text log (its last records included), then let
