@@ -195,13 +195,15 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     except BaseException as exc:
+        # the cause first: a full disk is only seen as one while the temp file still fills it
+        cause = _cause(exc, path) if isinstance(exc, OSError | RuntimeError) else None
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         interrupt = _interrupt_behind(exc)
         if interrupt is not None and interrupt is not exc:
             raise interrupt from None
-        if isinstance(exc, OSError | RuntimeError):
-            raise CheckpointError(f"could not write {path}: {_cause(exc, path)}") from exc
+        if cause is not None:
+            raise CheckpointError(f"could not write {path}: {cause}") from exc
         raise
 
 
@@ -211,17 +213,29 @@ FULL_DISK_BYTES = 1 << 20
 
 
 def _cause(exc: BaseException, path: Path) -> str:
-    """What went wrong, in words: a full disk is named as such, whatever the writer said."""
-    said = " ".join(str(exc).split())
-    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    """What went wrong, in words: a full disk is named as such (an ENOSPC anywhere in the error's
+    chain, or almost no space left), never by the writer's words for it (torch.save's
+    "[enforce fail at inline_container.cc...] unexpected pos N vs M")."""
+    full = _errno_behind(exc) == errno.ENOSPC
+    free = None
     with contextlib.suppress(OSError):
         free = shutil.disk_usage(path.parent).free
-        if full or free < FULL_DISK_BYTES:
-            return (
-                f"the disk is full ({free} bytes free in {path.parent}; the writer said: "
-                f"{said[:120]}); free space and resume"
-            )
-    return said
+    if full or (free is not None and free < FULL_DISK_BYTES):
+        left = "" if free is None else f"{free} bytes free in {path.parent}; "
+        return f"disk full (no space left on device): {left}free space, then resume"
+    return " ".join(str(exc).split())
+
+
+def _errno_behind(exc: BaseException) -> int | None:
+    """The errno of the first OSError in `exc`'s cause/context chain (itself included)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno is not None:
+            return current.errno
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _interrupt_behind(exc: BaseException) -> BaseException | None:
