@@ -313,6 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
     args = _parser().parse_args(argv)
     _log_to_console(quiet=getattr(args, "quiet", False))
+    from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
 
@@ -335,12 +336,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nzeropipe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WorkerFailed as exc:
-        print(f"zeropipe: worker failure: {exc}", file=sys.stderr)
+        print(f"zeropipe: worker failure: {str(exc).rstrip()}", file=sys.stderr)
         return EXIT_ERROR
     except CheckpointError as exc:
         print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except NonFiniteError as exc:
+    except (NonFiniteError, NonFiniteEnvOutput) as exc:
         print(f"zeropipe: stopped, not finite: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
