@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import torch
 
 from tests.cli.test_cli import TINY, run_cli
 from tests.cli.test_run_recovery import files_of, metrics
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 
@@ -112,3 +113,42 @@ def test_init_from_weights_of_another_architecture_is_one_line(stopped_run: Path
     assert start.stderr.count("\n") == 1 and "--init-from: the weights do not fit" in start.stderr
     assert not (tmp / "third").exists()
     assert json.loads((stopped_run / "log" / "metrics.jsonl").read_text().splitlines()[-1])
+
+
+def test_resuming_a_copied_run_writes_to_the_copy_and_leaves_the_original(stopped_run: Path):
+    tmp = stopped_run.parent
+    subprocess.run(["cp", "-a", "run", "backup"], cwd=tmp, check=True, timeout=60)
+    before = files_of(stopped_run)
+    again = run_cli("train", "backup", "--resume", "--quiet", "--set", "max_env_step=300", cwd=tmp)
+    assert again.returncode == 0, again.stderr
+    assert "--resume: exp_name 'run' -> 'backup'" in again.stderr
+    assert files_of(stopped_run) == before
+    assert metrics(tmp / "backup")[-1]["envstep"] >= 300
+    assert "exp_name: backup" in _config_yaml(tmp / "backup")
+
+
+def test_resume_by_absolute_path_from_another_directory(stopped_run: Path):
+    elsewhere = stopped_run.parent / "elsewhere"
+    elsewhere.mkdir()
+    again = run_cli(
+        "train", str(stopped_run.absolute()), "--resume", "--quiet", "--set", "max_env_step=300",
+        cwd=elsewhere,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert metrics(stopped_run)[-1]["envstep"] >= 300
+    assert not list(elsewhere.iterdir())
+
+
+def test_a_resume_that_fails_to_start_leaves_config_yaml_as_it_was(stopped_run: Path):
+    latest = stopped_run / "ckpt" / "ckpt_latest.pth.tar"
+    payload = read_checkpoint(latest)
+    model = payload["learner"]["model"]
+    model[next(iter(model))] = torch.zeros(1)  # weights that do not fit the run's network
+    torch.save(encode(payload), latest)
+    config_yaml = (stopped_run / "config.yaml").read_bytes()
+    again = run_cli(
+        "train", "run", "--resume", "--quiet", "--set", "max_env_step=400",
+        cwd=stopped_run.parent,
+    )  # fmt: skip
+    assert again.returncode != 0
+    assert (stopped_run / "config.yaml").read_bytes() == config_yaml

@@ -5,6 +5,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,12 @@ from tests.crafted import write_crafted_checkpoint
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
 from zeropipe.pipeline import run_dir as run_dir_module
-from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
+from zeropipe.pipeline.errors import (
+    CheckpointError,
+    CheckpointRefused,
+    RunDirExists,
+    RunDirLocked,
+)
 from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
 
 
@@ -89,14 +97,17 @@ def test_a_failed_save_leaves_no_debris_and_the_previous_file(tmp_path, monkeypa
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(run_dir_module.torch, "save", disk_full)
-    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar: the disk is full"):
+    with pytest.raises(
+        CheckpointError, match=r"ckpt_latest\.pth\.tar: disk full \(no space left on device\)"
+    ):
         run.save(LATEST, latest_payload(2))
     monkeypatch.undo()
     _assert_first_save_intact(run, tmp_path / "run")
 
 
 @pytest.mark.parametrize(
-    ("free", "said"), [(100, "the disk is full (100 bytes free"), (10**9, "unexpected pos")]
+    ("free", "said"),
+    [(100, "disk full (no space left on device): 100 bytes free"), (10**9, "unexpected pos")],
 )
 def test_a_full_disk_is_named_whatever_the_writer_says(tmp_path, monkeypatch, free, said):
     """torch.save reports a short write on a full disk as "unexpected pos N vs M"."""
@@ -114,6 +125,52 @@ def test_a_full_disk_is_named_whatever_the_writer_says(tmp_path, monkeypatch, fr
     assert said in str(info.value) and "\n" not in str(info.value)
     monkeypatch.undo()
     _assert_first_save_intact(run, tmp_path / "run")
+
+
+def test_a_full_disk_is_named_by_the_space_its_temp_file_filled(tmp_path, monkeypatch):
+    """On a real full disk the failed write's temp file holds the last free bytes; once it is
+    removed the disk has room again, so free space must be read before it is removed."""
+    run = RunDir(tiny_config(tmp_path / "run"))
+    ckpt = tmp_path / "run" / "ckpt"
+
+    def short_write(obj, f):
+        f.write(b"x" * 4096)
+        raise RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0")
+
+    usage = run_dir_module.shutil.disk_usage(tmp_path)
+
+    def free_while_the_temp_file_exists(directory):
+        filled = any(".tmp" in p.name for p in ckpt.iterdir())
+        return usage._replace(free=0 if filled else 10**9)
+
+    monkeypatch.setattr(run_dir_module.torch, "save", short_write)
+    monkeypatch.setattr(run_dir_module.shutil, "disk_usage", free_while_the_temp_file_exists)
+    with pytest.raises(CheckpointError) as info:
+        run.save(LATEST, latest_payload(1))
+    message = str(info.value)
+    assert message.startswith(f"could not write {ckpt / LATEST}: disk full (no space left on")
+    assert "enforce fail" not in message and "inline_container" not in message
+    assert not [p.name for p in ckpt.iterdir() if ".tmp" in p.name]
+    run.close()
+
+
+def test_an_enospc_behind_the_writers_error_is_a_full_disk(tmp_path, monkeypatch):
+    """A quota or a small filesystem: ENOSPC with free space left, wrapped by the writer."""
+    run = RunDir(tiny_config(tmp_path / "run"))
+
+    def wrapped(obj, f):
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as exc:
+            raise RuntimeError("[enforce fail at inline_container.cc:626] . write failed") from exc
+
+    monkeypatch.setattr(run_dir_module.torch, "save", wrapped)
+    with pytest.raises(CheckpointError, match="disk full") as info:
+        run.save(LATEST, latest_payload(1))
+    assert "enforce fail" not in str(info.value) and str(tmp_path / "run" / "ckpt") in str(
+        info.value
+    )
+    run.close()
 
 
 def test_a_ctrl_c_during_a_save_stays_a_ctrl_c(tmp_path, monkeypatch):
@@ -195,3 +252,41 @@ def test_resume_refuses_a_crafted_latest_instead_of_falling_back(tmp_path, caplo
 def test_resume_without_any_checkpoint_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="no checkpoint"):
         load_latest(str(tmp_path / "run"))
+
+
+# A live run's RunDir in another process, held until its stdin closes or it is killed.
+RUN_DIR_HOLDER = """
+import sys
+from pathlib import Path
+from tests.tiny import tiny_config
+from zeropipe.pipeline.run_dir import RunDir
+run = RunDir(tiny_config(Path(sys.argv[1])), resume=True)
+print("held", flush=True)
+sys.stdin.read()
+run.close()
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_run_dir_has_one_owner_and_a_sigkilled_owner_is_taken_over(tmp_path, no_leaks):
+    cfg = tiny_config(tmp_path / "run")
+    RunDir(cfg).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", RUN_DIR_HOLDER, str(tmp_path / "run")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        for resume in (True, False):
+            with pytest.raises(RunDirLocked, match=f"pid {holder.pid}\\)"):
+                RunDir(cfg, resume=resume)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate(timeout=30)
+    again = RunDir(cfg, resume=True)  # the kernel dropped the dead owner's lock
+    with pytest.raises(RunDirLocked, match=f"pid {os.getpid()}\\)"):
+        RunDir(cfg, resume=True)
+    again.close()
+    RunDir(cfg, resume=True).close()  # close() let it go

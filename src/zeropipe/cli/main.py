@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from zeropipe.config.env_swap import env_swap
 from zeropipe.config.loader import read_yaml
 
 if TYPE_CHECKING:
-    pass
+    from zeropipe.envs.spec import EnvSpec
 
 log = logging.getLogger("zeropipe.cli")
 
@@ -128,6 +128,12 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     )
     ev.add_argument("--video", type=Path, help="write env 0's first episode here (.mp4 or .gif)")
     ev.add_argument(
+        "--register-envs",
+        metavar="MODULE:FUNCTION",
+        help="call this to register the env id first (the config's env.register_envs is never "
+        "called by eval: a run directory is read as data)",
+    )
+    ev.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -145,38 +151,73 @@ def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_checked(
-    path: str, overrides: Sequence[str], cfg: ExperimentConfig | None = None
+    path: str,
+    overrides: Sequence[str],
+    cfg: ExperimentConfig | None = None,
+    run_env_hook: bool = True,
+    prepare: Callable[[ExperimentConfig], None] | None = None,
 ) -> ExperimentConfig:
     """Load the config (unless `cfg` is given) and check everything that can be checked before a
     run starts; a config moved to another env by `--set env.env_id=...` is fitted to it
     (`cli/env_fit.py`: notes printed to stderr).
+
+    Args:
+        run_env_hook: call `env.register_envs` (only `train` does: it is code named by the
+            config). Without it, an env id that only the hook registers is left unchecked,
+            with a note.
+        prepare: called on the loaded config before it is checked (`eval`: its env hook).
 
     Raises:
         ConfigError: bad file, key, value, env id or policy type, or a model kind written for
             the other observation kind than a swapped env's.
     """
     from zeropipe.algos.registry import algorithm, check_action_kind
-    from zeropipe.envs import EnvError, env_spec
     from zeropipe.pipeline.scalar_sinks import check_sinks
 
     swap = None
     if cfg is None:
         cfg = load_config(path, overrides)
         swap = env_swap(read_yaml(path), cfg.env.env_id, overrides)
-    try:
-        spec = env_spec(cfg.env)  # one env construction, as the id check it includes
-    except EnvError as exc:
-        raise ConfigError(f"env.env_id: {exc}") from None
+    if prepare is not None:
+        prepare(cfg)
     algorithm(cfg.policy.type)
-    check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
     _check_device(cfg)
     check_sinks(cfg)
+    spec = _env_spec(cfg, run_env_hook)
+    if spec is None:
+        return cfg
+    check_action_kind(cfg.policy, cfg.env.env_id, spec.continuous, spec.action_space_size)
     if swap is not None:  # last: its notes are printed only for a config that passes the rest
         from zeropipe.cli.env_fit import fit_to_env
 
         for note in fit_to_env(cfg, spec, swap):
             print(f"zeropipe: {note}", file=sys.stderr)
     return cfg
+
+
+def _env_spec(cfg: ExperimentConfig, run_env_hook: bool) -> EnvSpec | None:
+    """The env's spec (one env construction, as the id check it includes); None when the env id
+    is only registered by `env.register_envs` and `run_env_hook` is off (a note says so).
+
+    Raises:
+        ConfigError: the env id is unknown or the env cannot be built.
+    """
+    from zeropipe.envs import EnvError, env_spec
+
+    hook = cfg.env.register_envs
+    try:
+        return env_spec(
+            cfg.env if run_env_hook else cfg.env.model_copy(update={"register_envs": None})
+        )
+    except EnvError as exc:
+        if run_env_hook or hook is None:
+            raise ConfigError(f"env.env_id: {exc}") from None
+    print(
+        f"zeropipe: env.env_id {cfg.env.env_id!r} is not checked: it needs env.register_envs "
+        f"{hook!r}, code that only `zeropipe train` calls",
+        file=sys.stderr,
+    )
+    return None
 
 
 def _check_device(cfg: ExperimentConfig) -> None:
@@ -277,12 +318,26 @@ def _eval(args: argparse.Namespace) -> int:
         cfg, notes = load_run_config(Path(config), overrides)
         for note in notes:
             print(note, file=sys.stderr)
-    cfg = load_checked(str(config), overrides, cfg)
+    hook = args.register_envs
+    cfg = load_checked(str(config), overrides, cfg, prepare=lambda c: _no_config_code(c, hook))
     score = score_checkpoint(cfg, args.checkpoint, args.video)
     print(score.summary())
     if args.video is not None:
         print(f"video: {args.video} (return {score.video_return:g})")
     return EXIT_OK
+
+
+def _no_config_code(cfg: ExperimentConfig, hook: str | None) -> None:
+    """`eval` reads a run as data: the config's `env.register_envs` is replaced by the one given
+    on the command line (`--register-envs`), or by none, with a note."""
+    if cfg.env.register_envs is not None and cfg.env.register_envs != hook:
+        print(
+            f"zeropipe eval: env.register_envs {cfg.env.register_envs!r} is not called (eval "
+            "runs no code named by a config); if the env needs it, pass --register-envs "
+            "MODULE:FUNCTION",
+            file=sys.stderr,
+        )
+    cfg.env.register_envs = hook
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -313,12 +368,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
     args = _parser().parse_args(argv)
     _log_to_console(quiet=getattr(args, "quiet", False))
+    from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
 
     try:
-        if args.command == "config":
-            cfg = load_checked(args.config, args.overrides)  # the env id too, as `train` does
+        if args.command == "config":  # the env id too, as `train` does, but calls no code
+            cfg = load_checked(args.config, args.overrides, run_env_hook=False)
             sys.stdout.write(describe_config(cfg) if args.describe else dump_config(cfg))
             return EXIT_OK
         return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
@@ -335,12 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nzeropipe: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WorkerFailed as exc:
-        print(f"zeropipe: worker failure: {exc}", file=sys.stderr)
+        print(f"zeropipe: worker failure: {str(exc).rstrip()}", file=sys.stderr)
         return EXIT_ERROR
     except CheckpointError as exc:
         print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except NonFiniteError as exc:
+    except (NonFiniteError, NonFiniteEnvOutput) as exc:
         print(f"zeropipe: stopped, not finite: {exc}", file=sys.stderr)
         return EXIT_ERROR
 

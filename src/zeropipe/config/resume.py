@@ -105,6 +105,7 @@ def load_resume_config(
     saved = read_yaml(saved_path)
     notes = [] if Path(target).is_dir() else _ignored(read_yaml(Path(target)), saved, target)
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
+    notes += _resume_in_place(raw, run)
     notes += keep_older_behaviour(raw)
     for item in overrides:
         key = item.partition("=")[0].strip()
@@ -120,6 +121,21 @@ def load_resume_config(
         apply_override(raw, item)
         notes.append(f"--resume: {key} {before!r} -> {_get(raw, key)!r}")
     return config_from_dict(raw, source=str(saved_path)), notes
+
+
+def _resume_in_place(raw: dict[str, Any], run: Path) -> list[str]:
+    """Point `exp_name` at the directory being resumed (in place): a copied or moved run, or
+    one named by an absolute path from another working directory, continues where it is, never
+    in the directory its config.yaml was first written for.
+
+    Returns:
+        One note if `exp_name` changed.
+    """
+    before = raw.get("exp_name")
+    raw["exp_name"] = str(run)
+    if before is None or Path(str(before)) == run:
+        return []
+    return [f"--resume: exp_name {before!r} -> {str(run)!r} (the run directory resumed)"]
 
 
 # Options added with a default that changes what a run does: (type or None for any, dotted key,

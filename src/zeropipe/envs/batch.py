@@ -8,10 +8,15 @@ episodes. In eval mode every `EnvBatch.reset` re-seeds from ``seed + i``, so an 
 `reset()` at the start of each evaluation plays identical episodes for identical actions (the
 reference fixed its evaluator seeds for this reason, LightZero PR #494). `EnvBatch.reseed` makes
 the next `reset` re-seed in either mode, optionally from a new base seed.
+
+Non-finite output. Every observation and reward an env returns is checked to be finite where it
+comes in: a NaN or infinity stops the run with `NonFiniteEnvOutput`, naming the env id, the env,
+the step and the field, instead of failing later somewhere that names none of them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +25,7 @@ import numpy as np
 from zeropipe.config import EnvConfig
 from zeropipe.envs.game import Game
 from zeropipe.envs.registry import EnvMode, make_game
-from zeropipe.envs.spec import EnvError, EnvSpec
+from zeropipe.envs.spec import EnvError, EnvSpec, NonFiniteEnvOutput
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class EnvBatch:
             raise EnvError(f"EnvBatch needs at least one env, got num_envs={num_envs}")
         self.num_envs = num_envs
         self.mode = mode
+        self.env_id = cfg.env_id
+        self._batch_steps = 0  # steps of this batch, for naming where an env went wrong
         self._seed = seed
         self._needs_seed = True
         self._games: list[Game] = []
@@ -113,6 +120,7 @@ class EnvBatch:
         masks = np.empty((self.num_envs, self.spec.action_space_size), dtype=bool)
         for index, game in enumerate(self._games):
             frame, mask = game.reset(self._seed + index if seeded else None)
+            self._check_frame(index, frame, "reset")
             frames[index] = frame
             masks[index] = self._all_legal if mask is None else mask
         self._needs_seed = False
@@ -143,8 +151,10 @@ class EnvBatch:
         truncated = np.zeros(n, dtype=bool)
         chances = np.zeros(n, dtype=np.int64)
         out = BatchStep(frames, rewards, terminated, truncated, masks, {}, {}, {}, {}, chances)
+        self._batch_steps += 1
         for index, game in enumerate(self._games):
             result = game.step(actions[index])
+            self._check_step(index, result.frame, result.reward, result.raw_reward)
             frames[index] = result.frame
             masks[index] = self._all_legal if result.action_mask is None else result.action_mask
             rewards[index] = result.reward
@@ -163,6 +173,7 @@ class EnvBatch:
                 self._lengths[index] = 0
             if result.terminated or result.truncated:
                 frame, mask = game.next_episode()
+                self._check_frame(index, frame, "reset")
                 out.reset_frames[index] = frame
                 out.reset_action_masks[index] = self._all_legal.copy() if mask is None else mask
         return out
@@ -201,6 +212,28 @@ class EnvBatch:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _check_step(self, index: int, frame: np.ndarray, reward: float, raw: float) -> None:
+        """Raise `NonFiniteEnvOutput` for a NaN/inf reward or observation of env `index`'s step."""
+        where = f"step {self._lengths[index] + 1} of its episode, batch step {self._batch_steps}"
+        for value in (raw, reward):
+            if not math.isfinite(value):
+                raise NonFiniteEnvOutput(self._non_finite(index, "reward", f"{value}", where))
+        self._check_frame(index, frame, where)
+
+    def _check_frame(self, index: int, frame: np.ndarray, where: str) -> None:
+        frame = np.asarray(frame)
+        if np.issubdtype(frame.dtype, np.floating) and not np.isfinite(frame).all():
+            bad = int(np.size(frame) - np.isfinite(frame).sum())
+            what = f"{bad} of {np.size(frame)} values NaN or infinite"
+            raise NonFiniteEnvOutput(self._non_finite(index, "observation", what, where))
+
+    def _non_finite(self, index: int, field: str, what: str, where: str) -> str:
+        return (
+            f"env {self.env_id!r} ({self.mode} env {index}) returned a non-finite {field} at "
+            f"{where} ({what}); the run stops here: fix the env or wrap it so its {field}s are "
+            "finite"
+        )
 
     def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
         if not self._started:

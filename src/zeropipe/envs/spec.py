@@ -14,6 +14,12 @@ class EnvError(Exception):
     """An env cannot be created or used as configured (bad id, unsupported spaces, misuse)."""
 
 
+class NonFiniteEnvOutput(EnvError):
+    """An env returned a NaN or infinite observation or reward; the message names the env id,
+    the env, the step and the field. The run stops there: a later failure (a search's "index -1
+    is out of bounds", the value transform's two-hot) would name none of them."""
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """Shapes of what an `EnvBatch` of one `EnvConfig` produces.

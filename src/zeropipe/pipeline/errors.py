@@ -24,3 +24,7 @@ class RunDirExists(ConfigError):
 
 class CheckpointRefused(CheckpointError):
     """A checkpoint file would run code to load (it needs more than tensors and plain data)."""
+
+
+class RunDirLocked(ConfigError):
+    """The run directory is held by another live zeropipe process (see run_lock.py)."""

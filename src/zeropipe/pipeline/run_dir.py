@@ -9,7 +9,9 @@ Run-directory policy: a new run **refuses** an `exp_name` that already holds fil
 message naming `--resume` (continue that run) and `--set exp_name=...` (start another). It never
 picks a suffixed name on its own: the directory a user asked for is the one that holds the run,
 and running the same command twice never changes the first run's files. `--resume` reopens the
-directory and appends to its metrics.
+directory and appends to its metrics. A run directory has one owner: `RunDir` holds an OS lock on
+`.zeropipe.lock` in it for the life of the run (run_lock.py), and a second writer (a new run into
+it, or a second `--resume`) is refused with the holder's pid.
 
 Every checkpoint write is atomic and durable: a temp file in the same directory, fsync, rename
 over the target, fsync of the directory. A failed write removes its temp file and raises
@@ -40,6 +42,7 @@ from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
 from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
 from zeropipe.pipeline.metrics_log import MetricsLog
+from zeropipe.pipeline.run_lock import LOCK_NAME, RunLock, check_unlocked
 from zeropipe.pipeline.scalar_sinks import check_sinks, open_sinks
 from zeropipe.pipeline.text_log import TextLog
 
@@ -56,15 +59,17 @@ def check_run_dir(cfg: ExperimentConfig, resume: bool) -> None:
 
     Raises:
         RunDirExists: a new run (not `resume`) was pointed at a non-empty directory.
+        RunDirLocked: a live process holds the directory (run_lock.py), new run or resume.
     """
     root = Path(cfg.exp_name)
+    check_unlocked(root)
     if not resume and not root.exists():
         _check_creatable(root)
     if resume or not root.exists():
         return
     if not root.is_dir():
         raise RunDirExists(f"exp_name {cfg.exp_name!r} is a file, not a run directory")
-    entries = sorted(p.name for p in root.iterdir())
+    entries = sorted(p.name for p in root.iterdir() if p.name != LOCK_NAME)
     if entries:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         raise RunDirExists(
@@ -103,6 +108,7 @@ class RunDir:
 
     Raises:
         RunDirExists: a new run was pointed at a directory that already holds files.
+        RunDirLocked: another live process holds the directory (run_lock.py).
     """
 
     def __init__(self, cfg: ExperimentConfig, resume: bool = False) -> None:
@@ -111,11 +117,25 @@ class RunDir:
         self.root = Path(cfg.exp_name)
         self.log_dir = self.root / "log"
         self.ckpt_dir = self.root / "ckpt"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.lock = RunLock.acquire(self.root)  # held until close(): one owner per directory
+        try:
+            self._open(cfg, resume)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, cfg: ExperimentConfig, resume: bool) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self.text_log = TextLog(self.log_dir)
+        # A resume rewrites config.yaml with its first checkpoint, not before: a start that
+        # fails (a checkpoint that does not fit) leaves the run's config as it was, and the
+        # file always describes the run its newest checkpoint continues.
+        self._config_yaml: bytes | None = dump_config(cfg).encode()
         try:
-            write_durably(self.root / "config.yaml", lambda f: f.write(dump_config(cfg).encode()))
+            if not resume:
+                self._write_config()
             self.metrics = MetricsLog(self.log_dir)  # its clock starts before the sinks open
             for sink in open_sinks(self.log_dir, cfg, resume):
                 self.metrics.add_sink(sink)
@@ -132,16 +152,28 @@ class RunDir:
                 tensors and plain data, see checkpoint_format.py).
         """
         path = self.ckpt_dir / name
+        self._write_config()
         if name == LATEST and path.exists():
             _keep_previous(path, self.ckpt_dir / LATEST_PREV)
         plain = encode(payload)
         write_durably(path, lambda f: torch.save(plain, f))
         return path
 
+    def _write_config(self) -> None:
+        """Write config.yaml once (see __init__ for when)."""
+        if self._config_yaml is not None:
+            text = self._config_yaml
+            write_durably(self.root / "config.yaml", lambda f: f.write(text))
+            self._config_yaml = None
+
     def close(self) -> None:
-        """Close the metrics sinks, then detach the text log (its last records included)."""
-        self.metrics.close()
-        self.text_log.close()
+        """Close the metrics sinks, detach the text log (its last records included), then let
+        the directory's lock go."""
+        try:
+            self.metrics.close()
+            self.text_log.close()
+        finally:
+            self.lock.release()
 
 
 def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
@@ -163,13 +195,15 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     except BaseException as exc:
+        # the cause first: a full disk is only seen as one while the temp file still fills it
+        cause = _cause(exc, path) if isinstance(exc, OSError | RuntimeError) else None
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         interrupt = _interrupt_behind(exc)
         if interrupt is not None and interrupt is not exc:
             raise interrupt from None
-        if isinstance(exc, OSError | RuntimeError):
-            raise CheckpointError(f"could not write {path}: {_cause(exc, path)}") from exc
+        if cause is not None:
+            raise CheckpointError(f"could not write {path}: {cause}") from exc
         raise
 
 
@@ -179,17 +213,29 @@ FULL_DISK_BYTES = 1 << 20
 
 
 def _cause(exc: BaseException, path: Path) -> str:
-    """What went wrong, in words: a full disk is named as such, whatever the writer said."""
-    said = " ".join(str(exc).split())
-    full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+    """What went wrong, in words: a full disk is named as such (an ENOSPC anywhere in the error's
+    chain, or almost no space left), never by the writer's words for it (torch.save's
+    "[enforce fail at inline_container.cc...] unexpected pos N vs M")."""
+    full = _errno_behind(exc) == errno.ENOSPC
+    free = None
     with contextlib.suppress(OSError):
         free = shutil.disk_usage(path.parent).free
-        if full or free < FULL_DISK_BYTES:
-            return (
-                f"the disk is full ({free} bytes free in {path.parent}; the writer said: "
-                f"{said[:120]}); free space and resume"
-            )
-    return said
+    if full or (free is not None and free < FULL_DISK_BYTES):
+        left = "" if free is None else f"{free} bytes free in {path.parent}; "
+        return f"disk full (no space left on device): {left}free space, then resume"
+    return " ".join(str(exc).split())
+
+
+def _errno_behind(exc: BaseException) -> int | None:
+    """The errno of the first OSError in `exc`'s cause/context chain (itself included)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError) and current.errno is not None:
+            return current.errno
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _interrupt_behind(exc: BaseException) -> BaseException | None:

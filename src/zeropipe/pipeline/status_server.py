@@ -10,6 +10,13 @@ reach (0.0.0.0, a LAN address) is served with one warning line.
 A request whose line or header lines exceed `MAX_LINE_BYTES`, or whose head exceeds
 `MAX_HEAD_BYTES`, is answered `431` (never a traceback on the console); the rest of what that
 client sends is read and dropped for a moment, so it reads the answer instead of a reset.
+
+Bounded under load: at most `MAX_CONNECTIONS` connections are open at once. One more closes the
+oldest open one at once, not the new one: idle clients can neither use up the run's file
+descriptors nor keep a scrape out until they time out (the newest connection is the one most
+likely to send its request now). A connection is closed `REQUEST_TIMEOUT_S` after it opened,
+answered or not. `close` cancels the
+connections still open and waits for them, so a shutdown prints nothing about them.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ log = logging.getLogger("zeropipe.status")
 MAX_LINE_BYTES = 8 * 1024  # the request line or one header line (the stream reader's limit)
 MAX_HEAD_BYTES = 32 * 1024  # the request line and all headers together
 MAX_DISCARD_BYTES = 4 * 1024 * 1024  # dropped after a 431, so the client sees the answer
+MAX_CONNECTIONS = 64  # served at once; a Prometheus scrape needs one
+REQUEST_TIMEOUT_S = 10.0  # from accept to the answer sent: an idle client is dropped then
 TOO_LARGE = (
     "431 Request Header Fields Too Large",
     "text/plain",
@@ -182,6 +191,9 @@ class StatusServer:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_StatusCollector(status))
         self._server: asyncio.Server | None = None
+        # open connections, oldest first (dicts keep insertion order)
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._warned_full = False
 
     @property
     def address(self) -> tuple[str, int]:
@@ -198,15 +210,48 @@ class StatusServer:
             log.warning(warning)
 
     async def close(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving, end the connections still open, and close the socket."""
         if self._server is not None:
             self._server.close()
+        tasks = list(self._connections)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
             await self._server.wait_closed()
         self.sock.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # asyncio.start_server runs each connection as a task
+        while len(self._connections) >= MAX_CONNECTIONS:
+            self._drop_oldest()
+        self._connections[task] = writer
         try:
-            async with asyncio.timeout(10):
+            await self._answer(reader, writer)
+        except asyncio.CancelledError:
+            pass  # dropped for a newer connection, or close(): the task ends here, quietly
+        finally:
+            self._connections.pop(task, None)
+            writer.close()
+
+    def _drop_oldest(self) -> None:
+        """Close the oldest open connection now (its descriptor is freed at once)."""
+        task, writer = next(iter(self._connections.items()))
+        del self._connections[task]
+        writer.transport.abort()
+        task.cancel()
+        if not self._warned_full:
+            self._warned_full = True
+            log.warning(
+                "status endpoint: more than %d connections open at once; the oldest ones are "
+                "closed (this warning is not repeated)",
+                MAX_CONNECTIONS,
+            )
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
                 request = await _read_head(reader)
                 if request is None:
                     await _reply(writer, *TOO_LARGE)
@@ -216,8 +261,6 @@ class StatusServer:
                     await _reply(writer, *self._respond(request.split()))
         except (TimeoutError, ConnectionError):
             pass  # a client that went away or never finished its request
-        finally:
-            writer.close()
 
     def _respond(self, parts: list[str]) -> tuple[str, str, bytes]:
         if len(parts) < 2 or parts[0] != "GET":

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
+from zeropipe.envs.spec import NonFiniteEnvOutput
 from zeropipe.transport import (
     Bye,
     DriverGone,
@@ -201,12 +202,18 @@ def _expect_layout(msg: Message, spec: WorkerSpec) -> ParamLayout:
 
 
 def _report_failure(endpoint: WorkerEndpoint, spec: WorkerSpec, exc: BaseException) -> None:
-    """Sends a WorkerError for ``exc``; a pipe that is gone too is not a second failure."""
+    """Sends a WorkerError for ``exc``; a pipe that is gone too is not a second failure.
+
+    An env's non-finite output goes without a traceback: its message names the env, the step
+    and the field, and where in the worker it was caught says nothing more.
+    """
     error = WorkerError(
         worker_id=spec.worker_id,
         role=spec.role,
         message=f"{type(exc).__name__}: {exc}",
-        traceback="".join(traceback.format_exception(exc)),
+        traceback=""
+        if isinstance(exc, NonFiniteEnvOutput)
+        else "".join(traceback.format_exception(exc)),
     )
     with contextlib.suppress(Exception):
         endpoint.send(error)
