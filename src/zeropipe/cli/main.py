@@ -25,6 +25,7 @@ from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_con
 from zeropipe.config.describe import describe_config
 from zeropipe.config.env_swap import env_swap
 from zeropipe.config.loader import read_yaml
+from zeropipe.config.overrides import parse_override, refuse_async_keys_in_sync_run
 
 if TYPE_CHECKING:
     pass
@@ -60,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config field, e.g. --set policy.batch_size=64 (repeatable)",
+        help="override a config field, e.g. --set policy.batch_size=64 (repeatable; values are "
+        "YAML, 1e6 included). train: a policy.async_pipeline.* key needs --async-pipeline (in "
+        "the YAML file such keys are allowed: they are used only when the run is async)",
     )
     train = sub.add_parser("train", parents=[common], help="train an agent")
     train.add_argument(
@@ -229,6 +232,8 @@ def _train(args: argparse.Namespace) -> int:
     sigterm_as_ctrl_c()
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
+    if not cfg.policy.async_pipeline.enabled:
+        refuse_async_keys_in_sync_run([parse_override(item) for item in args.overrides])
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
         raise ConfigError(
             "--status: the status endpoint is served by the async pipeline; add "
@@ -323,7 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
     except ConfigError as exc:
-        print(f"zeropipe: config error: {exc}", file=sys.stderr)
+        for line in exc.lines:  # one line per problem, all of them
+            print(f"zeropipe: config error: {line}", file=sys.stderr)
         return EXIT_CONFIG
     except InputError as exc:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
