@@ -117,7 +117,11 @@ def _parser() -> argparse.ArgumentParser:
 def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="score a checkpoint with the run's evaluator")
     ev.add_argument(
-        "checkpoint", type=Path, help="e.g. runs/cartpole_muzero/ckpt/ckpt_best.pth.tar"
+        "checkpoint",
+        type=Path,
+        metavar="RUN_DIR|CHECKPOINT",
+        help="a run directory (its ckpt/ckpt_best.pth.tar, else ckpt/ckpt_latest.pth.tar), or a "
+        "checkpoint file, e.g. runs/cartpole_muzero/ckpt/iteration_100.pth.tar",
     )
     ev.add_argument(
         "--config",
@@ -143,7 +147,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
 def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="draw eval return and throughput curves of runs")
     plot.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
-    plot.add_argument("-o", "--output", type=Path, default=Path("curves.png"), help="PNG to write")
+    plot.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="PNG to write (default: curves.png next to the runs: inside RUN_DIR for one run, "
+        "in the runs' common parent directory for several; the path is printed)",
+    )
     plot.add_argument("--x", choices=["envstep", "time_s"], default="envstep", help="x axis")
 
 
@@ -208,6 +218,11 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
     if args.resume and args.init_from is not None:
         raise ConfigError("--init-from starts a new run; --resume continues one: pass one of them")
     if not args.resume:
+        if Path(args.config).is_dir():
+            raise ConfigError(
+                f"{args.config} is a directory (a run?): add --resume to continue it, or pass "
+                "a YAML file to start a new run"
+            )
         init = None
         if args.init_from is not None:
             from zeropipe.cli.evaluation import load_checkpoint_weights
@@ -266,10 +281,11 @@ def _score(value: float | None) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from zeropipe.cli.evaluation import run_config_path, score_checkpoint
+    from zeropipe.cli.evaluation import checkpoint_of, run_config_path, score_checkpoint
     from zeropipe.config.resume import load_run_config
 
-    config = args.config or run_config_path(args.checkpoint)
+    checkpoint = checkpoint_of(args.checkpoint)  # a run directory: its best, else latest
+    config = args.config or run_config_path(checkpoint)
     if not Path(config).is_file():
         raise InputError(f"no config at {config}: pass the run's config with --config")
     overrides = list(args.overrides)
@@ -283,7 +299,7 @@ def _eval(args: argparse.Namespace) -> int:
         for note in notes:
             print(note, file=sys.stderr)
     cfg = load_checked(str(config), overrides, cfg)
-    score = score_checkpoint(cfg, args.checkpoint, args.video)
+    score = score_checkpoint(cfg, checkpoint, args.video)
     print(score.summary())
     if args.video is not None:
         print(f"video: {args.video} (return {score.video_return:g})")
@@ -291,10 +307,11 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from zeropipe.cli.curves import plot_runs
+    from zeropipe.cli.curves import default_output, plot_runs
 
-    plot_runs(args.run_dirs, args.output, args.x)
-    print(f"wrote {args.output}")
+    output = args.output or default_output(args.run_dirs)
+    plot_runs(args.run_dirs, output, args.x)
+    print(f"wrote {output}")
     return EXIT_OK
 
 
