@@ -66,3 +66,12 @@ def test_train_async(tiny_yaml):
     summary = zeropipe.train(cfg, {"policy.async_pipeline.num_collector_actors": 1}, "async")
     assert summary.stop_reason == "max_env_step"
     assert (tiny_yaml.parent / "run" / "ckpt" / "ckpt_latest.pth.tar").is_file()
+
+
+def test_an_env_swap_is_checked_as_the_cli_does(tmp_path):
+    path = tmp_path / "mlp.yaml"
+    path.write_text("env: {env_id: CartPole-v1}\npolicy: {model: {kind: mlp}}\n")
+    overrides = {"env.env_id": "ALE/Breakout-v5", "exp_name": str(tmp_path / "run")}
+    with pytest.raises(ConfigError, match=r"policy\.model\.kind=conv"):
+        zeropipe.train(path, overrides)
+    assert not (tmp_path / "run").exists()

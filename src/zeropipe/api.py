@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from zeropipe.config import ConfigError, ExperimentConfig, config_from_dict
-from zeropipe.config.loader import load_overridden
+from zeropipe.config.env_swap import EnvSwap, env_swap
+from zeropipe.config.loader import load_overridden, read_yaml
 from zeropipe.config.overrides import (
     Override,
     apply_overrides,
@@ -87,10 +88,12 @@ def train(
     given = _overrides(overrides)
     if pipeline == "sync":
         refuse_async_keys_in_sync_run(given)
-    cfg = _resumed(config_or_path, given) if resume else _config(config_or_path, given)
     from zeropipe.cli.main import load_checked
 
-    cfg = load_checked("", (), cfg=cfg)
+    if resume:
+        cfg = load_checked("", (), cfg=_resumed(config_or_path, given))
+    else:
+        cfg = load_checked("", (), *_config(config_or_path, given))
     cfg.policy.async_pipeline.enabled = pipeline == "async"
     if pipeline == "sync":
         from zeropipe.pipeline.sync import train_sync
@@ -142,18 +145,26 @@ def _overrides(overrides: Overrides) -> list[Override]:
 
 def _config(
     config_or_path: ExperimentConfig | str | Path, given: list[Override]
-) -> ExperimentConfig:
-    """A new run's config: the file loaded, or a copy of the config given, overrides applied."""
+) -> tuple[ExperimentConfig, EnvSwap | None]:
+    """A new run's config: the file loaded, or a copy of the config given, overrides applied;
+    and, for a file moved to another env by an override, that swap (the CLI fits the config to
+    the new env, as for `--set env.env_id=...`).
+
+    Raises:
+        ConfigError: a directory where a file was expected, or a bad config.
+    """
     if not isinstance(config_or_path, ExperimentConfig):
         path = Path(config_or_path)
         if path.is_dir():
             raise ConfigError(
                 f"{path} is a directory (a run?): pass resume=True to continue it, or a YAML file"
             )
-        return load_overridden(path, given)
+        cfg = load_overridden(path, given)
+        keys = [f"{o.key}=" for o in given]  # env_swap reads the keys only
+        return cfg, env_swap(read_yaml(path), cfg.env.env_id, keys)
     raw = config_or_path.model_dump(mode="json")
     problems = apply_overrides(raw, given)
-    return config_from_dict(raw, source="config", overrides=given, problems=problems)
+    return config_from_dict(raw, source="config", overrides=given, problems=problems), None
 
 
 def _resumed(

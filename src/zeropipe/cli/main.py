@@ -23,7 +23,7 @@ from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
-from zeropipe.config.env_swap import env_swap
+from zeropipe.config.env_swap import EnvSwap, env_swap
 from zeropipe.config.loader import read_yaml
 from zeropipe.config.overrides import parse_override, refuse_async_keys_in_sync_run
 
@@ -158,11 +158,15 @@ def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_checked(
-    path: str, overrides: Sequence[str], cfg: ExperimentConfig | None = None
+    path: str,
+    overrides: Sequence[str],
+    cfg: ExperimentConfig | None = None,
+    swap: EnvSwap | None = None,
 ) -> ExperimentConfig:
     """Load the config (unless `cfg` is given) and check everything that can be checked before a
     run starts; a config moved to another env by `--set env.env_id=...` is fitted to it
-    (`cli/env_fit.py`: notes printed to stderr).
+    (`cli/env_fit.py`: notes printed to stderr). With `cfg` given, `swap` is its env swap, if any
+    (the Python API's overrides).
 
     Raises:
         ConfigError: bad file, key, value, env id or policy type, or a model kind written for
@@ -172,7 +176,6 @@ def load_checked(
     from zeropipe.envs import EnvError, env_spec
     from zeropipe.pipeline.scalar_sinks import check_sinks
 
-    swap = None
     if cfg is None:
         cfg = load_config(path, overrides)
         swap = env_swap(read_yaml(path), cfg.env.env_id, overrides)
