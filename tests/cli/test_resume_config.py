@@ -112,3 +112,11 @@ def test_init_from_weights_of_another_architecture_is_one_line(stopped_run: Path
     assert start.stderr.count("\n") == 1 and "--init-from: the weights do not fit" in start.stderr
     assert not (tmp / "third").exists()
     assert json.loads((stopped_run / "log" / "metrics.jsonl").read_text().splitlines()[-1])
+
+
+def test_a_bad_set_value_on_resume_is_blamed_on_the_set(stopped_run: Path):
+    again = run_cli(
+        "train", "run", "--resume", "--quiet", "--set", "max_env_step=abc", cwd=stopped_run.parent
+    )
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert again.stderr.startswith("zeropipe: config error: --set max_env_step=abc: max_env_step")

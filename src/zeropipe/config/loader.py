@@ -166,13 +166,19 @@ def dump_config(cfg: ExperimentConfig) -> str:
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
 
 
-def apply_override(raw: dict[str, Any], item: str) -> None:
-    """Apply one `dotted.key=value` to a raw config mapping (the value parsed as YAML).
+def apply_override(raw: dict[str, Any], item: str) -> Override:
+    """Apply one `dotted.key=value` to a raw config mapping (the value parsed as YAML, `1e6`
+    included).
+
+    Returns:
+        The override, for `config_from_dict` to blame a bad value on.
 
     Raises:
         ConfigError: not KEY=VALUE, or a key that names no field.
     """
-    set_override(raw, parse_override(item, _UniqueKeyLoader))
+    override = parse_override(item, _UniqueKeyLoader)
+    set_override(raw, override)
+    return override
 
 
 def _describe(err: Any, type_name: str) -> str:
