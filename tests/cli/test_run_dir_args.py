@@ -68,3 +68,12 @@ def test_plot_without_output_writes_next_to_the_runs(runs: Path, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"wrote {runs.resolve() / 'curves.png'}\n"
     assert not (tmp_path / "curves.png").exists()
+
+
+def test_config_of_a_run_directory_names_its_config_yaml(tmp_path: Path):
+    (tmp_path / "run").mkdir()
+    proc = run_cli("config", "run", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert (
+        "run is a directory, not a YAML file (a run? its config is run/config.yaml" in proc.stderr
+    )

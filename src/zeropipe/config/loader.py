@@ -104,10 +104,15 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     """A config file's mapping, unvalidated.
 
     Raises:
-        ConfigError: unreadable, not UTF-8 text, invalid YAML (a key given twice included), or
-            not a mapping at the top.
+        ConfigError: a directory, unreadable, not UTF-8 text, invalid YAML (a key given twice
+            included), or not a mapping at the top.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(
+            f"{path} is a directory, not a YAML file (a run? its config is "
+            f"{path / 'config.yaml'}; train {path} --resume continues it, eval {path} scores it)"
+        )
     try:
         raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
     except OSError as exc:
