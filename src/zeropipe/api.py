@@ -68,7 +68,8 @@ def train(
             ``policy.async_pipeline.*`` key needs ``pipeline="async"`` (in the YAML file such
             keys are allowed: they are used only by async runs). With ``resume``, only what
             ``zeropipe train --resume --set`` may change.
-        pipeline: ``"sync"`` (one process, the config's async settings unused) or ``"async"``
+        pipeline: ``"sync"`` (one process; the config's async settings unused, whatever its
+            ``policy.async_pipeline.enabled`` says) or ``"async"``
             (collector and evaluator worker processes; call this from code that has no running
             event loop: in async code ``await zeropipe.train_async(cfg)`` instead).
         resume: continue the run in ``exp_name`` (or the run directory given) from its
@@ -82,6 +83,10 @@ def train(
         ConfigError: a bad config, an async key in a sync run, a new run pointed at an existing
             run's directory, or a resume that would change the run.
         ValueError: ``pipeline`` is neither "sync" nor "async".
+        CheckpointError: ``resume`` found no readable checkpoint, or the final checkpoint could
+            not be written (``zeropipe.pipeline.errors``).
+        WorkerFailed: an async worker failed beyond its restarts (``zeropipe.pipeline.errors``).
+        KeyboardInterrupt: after the final checkpoint is written (Ctrl-C).
     """
     if pipeline not in ("sync", "async"):
         raise ValueError(f"pipeline must be 'sync' or 'async' (got {pipeline!r})")
@@ -115,7 +120,8 @@ def evaluate(run_dir_or_checkpoint: str | Path, episodes: int | None = None) -> 
         The score: ``episode_returns``, ``eval_seed``, the mean recorded at save time if any.
 
     Raises:
-        InputError: no checkpoint or no config.yaml there, or weights that do not fit.
+        InputError: no checkpoint or no config.yaml there, or weights that do not fit
+            (``zeropipe.cli.errors.InputError``).
         ConfigError: the run's config no longer loads.
     """
     from zeropipe.cli.evaluation import checkpoint_of, run_config_path, score_checkpoint
