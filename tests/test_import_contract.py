@@ -25,7 +25,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"pipeline"}),
     frozenset({"cli"}),
 )
-TOP = {"zeropipe", "zeropipe.__main__"}  # the package's own entry points may import anything
+# the package's own entry points may import anything: the CLI's and the Python API's (api.py)
+TOP = {"zeropipe", "zeropipe.__main__", "zeropipe.api"}
 
 UPWARD_EXCEPTIONS = {
     # Validating a `policy` mapping needs its type's section, declared beside the algorithm; the

@@ -1,5 +1,14 @@
 """zeropipe: MuZero-family training with a sync and an async segment pipeline.
 
+From a script or notebook (api.py)::
+
+    import zeropipe
+
+    cfg = zeropipe.load_config("configs/cartpole_muzero.yaml", {"exp_name": "runs/cp", "seed": 1})
+    summary = zeropipe.train(cfg, pipeline="async")  # or "sync"; resume=True continues a run
+    score = zeropipe.evaluate("runs/cp", episodes=10)  # the run's best checkpoint
+    print(summary.best_reward, score.episode_returns)
+
 Embedding the async pipeline in an asyncio application::
 
     from zeropipe import load_config, train_async
@@ -19,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["load_config", "start", "train_async", "train_sync"]
+__all__ = ["evaluate", "load_config", "start", "train", "train_async", "train_sync"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,8 +45,8 @@ def __getattr__(name: str) -> Any:
         from zeropipe.pipeline.sync import train_sync
 
         return train_sync
-    if name == "load_config":
-        from zeropipe.config import load_config
+    if name in ("load_config", "train", "evaluate"):  # api.py: the script and notebook API
+        from zeropipe import api
 
-        return load_config
+        return getattr(api, name)
     raise AttributeError(f"module 'zeropipe' has no attribute {name!r}")

@@ -124,8 +124,8 @@ def test_ctrl_c_shuts_down_cleanly(tmp_path: Path, pipeline: list[str]):
             str(config),
             *pipeline,
             "--quiet",
-            "--set",
-            "policy.async_pipeline.shutdown_timeout_s=10",
+            # an async setting only with the async pipeline: a sync train refuses it
+            *(["--set", "policy.async_pipeline.shutdown_timeout_s=10"] * bool(pipeline)),
         ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -152,3 +152,11 @@ def test_a_resume_that_fails_to_start_leaves_config_yaml_as_it_was(stopped_run: 
     )  # fmt: skip
     assert again.returncode != 0
     assert (stopped_run / "config.yaml").read_bytes() == config_yaml
+
+
+def test_a_bad_set_value_on_resume_is_blamed_on_the_set(stopped_run: Path):
+    again = run_cli(
+        "train", "run", "--resume", "--quiet", "--set", "max_env_step=abc", cwd=stopped_run.parent
+    )
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert again.stderr.startswith("zeropipe: config error: --set max_env_step=abc: max_env_step")

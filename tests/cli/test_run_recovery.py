@@ -196,7 +196,8 @@ def test_sigterm_writes_the_final_checkpoint_and_exits_143(
     a process that started with SIGINT ignored (before the fix it kept training)."""
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
     run = tmp_path / "run"
-    args = [*pipeline, "--set", "policy.async_pipeline.shutdown_timeout_s=20"]
+    # an async setting only with the async pipeline: a sync train refuses it
+    args = [*pipeline, *(["--set", "policy.async_pipeline.shutdown_timeout_s=20"] * bool(pipeline))]
     proc = start(tmp_path, *args, sigint=sigint)
     try:
         wait_for(proc, run, lambda e: e["event"] == "train")

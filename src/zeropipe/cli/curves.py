@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +249,24 @@ def _draw_throughput(group: RunGroup, axis: XAxis, color: str, ax_env, ax_learne
     learner = seed_band([run.learner_steps_per_s for run in with_collects], axis)
     ax_env.plot(env.x, env.mean, color=color, label=group.label)
     ax_learner.plot(learner.x, learner.mean, color=color, linestyle="--")
+
+
+def default_output(run_dirs: list[Path]) -> Path:
+    """Where `plot` writes without `-o`: curves.png inside the run directory for one run, in the
+    runs' common parent directory for several (the current directory when they have none).
+
+    Raises:
+        InputError: no run directory.
+    """
+    if not run_dirs:
+        raise InputError("no run directory given: pass one or more <exp_name> directories")
+    if len(run_dirs) == 1:
+        return run_dirs[0] / "curves.png"
+    try:
+        parent = Path(os.path.commonpath([path.resolve().parent for path in run_dirs]))
+    except ValueError:  # no common path
+        parent = Path()
+    return parent / "curves.png"
 
 
 def plot_runs(run_dirs: list[Path], output: Path, axis: XAxis = "envstep"):

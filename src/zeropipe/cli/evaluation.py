@@ -60,6 +60,24 @@ class CheckpointScore:
         return line + "\nreturns " + " ".join(f"{value:g}" for value in self.episode_returns)
 
 
+def checkpoint_of(path: Path) -> Path:
+    """The checkpoint to score for `path`: a file as given, or a run directory's
+    `ckpt/ckpt_best.pth.tar`, else its `ckpt/ckpt_latest.pth.tar`.
+
+    Raises:
+        InputError: a directory with neither checkpoint.
+    """
+    if not path.is_dir():
+        return path
+    for name in ("ckpt_best.pth.tar", "ckpt_latest.pth.tar"):
+        if (path / "ckpt" / name).is_file():
+            return path / "ckpt" / name
+    raise InputError(
+        f"{path} is a directory without ckpt/ckpt_best.pth.tar or ckpt/ckpt_latest.pth.tar: "
+        "pass a run directory or a checkpoint file"
+    )
+
+
 def run_config_path(checkpoint: Path) -> Path:
     """The run's resolved config for a checkpoint at `<exp_name>/ckpt/<file>`."""
     return checkpoint.resolve().parent.parent / "config.yaml"

@@ -23,8 +23,9 @@ from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
-from zeropipe.config.env_swap import env_swap
+from zeropipe.config.env_swap import EnvSwap, env_swap
 from zeropipe.config.loader import read_yaml
+from zeropipe.config.overrides import parse_override, refuse_async_keys_in_sync_run
 
 if TYPE_CHECKING:
     from zeropipe.envs.spec import EnvSpec
@@ -60,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a config field, e.g. --set policy.batch_size=64 (repeatable)",
+        help="override a config field, e.g. --set policy.batch_size=64 (repeatable; values are "
+        "YAML, 1e6 included). train: a policy.async_pipeline.* key needs --async-pipeline (in "
+        "the YAML file such keys are allowed: they are used only when the run is async)",
     )
     train = sub.add_parser("train", parents=[common], help="train an agent")
     train.add_argument(
@@ -114,7 +117,11 @@ def _parser() -> argparse.ArgumentParser:
 def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="score a checkpoint with the run's evaluator")
     ev.add_argument(
-        "checkpoint", type=Path, help="e.g. runs/cartpole_muzero/ckpt/ckpt_best.pth.tar"
+        "checkpoint",
+        type=Path,
+        metavar="RUN_DIR|CHECKPOINT",
+        help="a run directory (its ckpt/ckpt_best.pth.tar, else ckpt/ckpt_latest.pth.tar), or a "
+        "checkpoint file, e.g. runs/cartpole_muzero/ckpt/iteration_100.pth.tar",
     )
     ev.add_argument(
         "--config",
@@ -146,7 +153,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
 def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="draw eval return and throughput curves of runs")
     plot.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
-    plot.add_argument("-o", "--output", type=Path, default=Path("curves.png"), help="PNG to write")
+    plot.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="PNG to write (default: curves.png next to the runs: inside RUN_DIR for one run, "
+        "in the runs' common parent directory for several; the path is printed)",
+    )
     plot.add_argument("--x", choices=["envstep", "time_s"], default="envstep", help="x axis")
 
 
@@ -156,10 +169,12 @@ def load_checked(
     cfg: ExperimentConfig | None = None,
     run_env_hook: bool = True,
     prepare: Callable[[ExperimentConfig], None] | None = None,
+    swap: EnvSwap | None = None,
 ) -> ExperimentConfig:
     """Load the config (unless `cfg` is given) and check everything that can be checked before a
     run starts; a config moved to another env by `--set env.env_id=...` is fitted to it
-    (`cli/env_fit.py`: notes printed to stderr).
+    (`cli/env_fit.py`: notes printed to stderr). With `cfg` given, `swap` is its env swap, if any
+    (the Python API's overrides).
 
     Args:
         run_env_hook: call `env.register_envs` (only `train` does: it is code named by the
@@ -174,7 +189,6 @@ def load_checked(
     from zeropipe.algos.registry import algorithm, check_action_kind
     from zeropipe.pipeline.scalar_sinks import check_sinks
 
-    swap = None
     if cfg is None:
         cfg = load_config(path, overrides)
         swap = env_swap(read_yaml(path), cfg.env.env_id, overrides)
@@ -246,6 +260,11 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
     if args.resume and args.init_from is not None:
         raise ConfigError("--init-from starts a new run; --resume continues one: pass one of them")
     if not args.resume:
+        if Path(args.config).is_dir():
+            raise ConfigError(
+                f"{args.config} is a directory (a run?): add --resume to continue it, or pass "
+                "a YAML file to start a new run"
+            )
         init = None
         if args.init_from is not None:
             from zeropipe.cli.evaluation import load_checkpoint_weights
@@ -270,6 +289,8 @@ def _train(args: argparse.Namespace) -> int:
     sigterm_as_ctrl_c()
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
+    if not cfg.policy.async_pipeline.enabled:
+        refuse_async_keys_in_sync_run([parse_override(item) for item in args.overrides])
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
         raise ConfigError(
             "--status: the status endpoint is served by the async pipeline; add "
@@ -302,10 +323,11 @@ def _score(value: float | None) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from zeropipe.cli.evaluation import run_config_path, score_checkpoint
+    from zeropipe.cli.evaluation import checkpoint_of, run_config_path, score_checkpoint
     from zeropipe.config.resume import load_run_config
 
-    config = args.config or run_config_path(args.checkpoint)
+    checkpoint = checkpoint_of(args.checkpoint)  # a run directory: its best, else latest
+    config = args.config or run_config_path(checkpoint)
     if not Path(config).is_file():
         raise InputError(f"no config at {config}: pass the run's config with --config")
     overrides = list(args.overrides)
@@ -320,7 +342,7 @@ def _eval(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
     hook = args.register_envs
     cfg = load_checked(str(config), overrides, cfg, prepare=lambda c: _no_config_code(c, hook))
-    score = score_checkpoint(cfg, args.checkpoint, args.video)
+    score = score_checkpoint(cfg, checkpoint, args.video)
     print(score.summary())
     if args.video is not None:
         print(f"video: {args.video} (return {score.video_return:g})")
@@ -341,10 +363,11 @@ def _no_config_code(cfg: ExperimentConfig, hook: str | None) -> None:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from zeropipe.cli.curves import plot_runs
+    from zeropipe.cli.curves import default_output, plot_runs
 
-    plot_runs(args.run_dirs, args.output, args.x)
-    print(f"wrote {args.output}")
+    output = args.output or default_output(args.run_dirs)
+    plot_runs(args.run_dirs, output, args.x)
+    print(f"wrote {output}")
     return EXIT_OK
 
 
@@ -379,7 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
     except ConfigError as exc:
-        print(f"zeropipe: config error: {exc}", file=sys.stderr)
+        for line in exc.lines:  # one line per problem, all of them
+            print(f"zeropipe: config error: {line}", file=sys.stderr)
         return EXIT_CONFIG
     except InputError as exc:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)

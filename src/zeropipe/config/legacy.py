@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 def drop_other_types_defaults(
@@ -22,8 +22,9 @@ def drop_other_types_defaults(
     others: Sequence[tuple[str, type[BaseModel]]],
     type_name: str,
     path: str = "policy",
-) -> dict[str, Any]:
-    """`data` without the other types' options that hold their defaults.
+) -> tuple[dict[str, Any], list[InitErrorDetails]]:
+    """`data` without the other types' options that hold their defaults, and one error for each
+    option of other types set to anything else (all of them, so one run reports them all).
 
     Args:
         data: a `policy` mapping (or a nested section of one) as read from YAML.
@@ -34,30 +35,33 @@ def drop_other_types_defaults(
         path: the YAML path of `data`, for messages.
 
     Returns:
-        A copy of `data`; keys that no section knows are kept (validation reports them).
-
-    Raises:
-        PydanticCustomError: an option of other types set to a value that is not their default.
+        A copy of `data` without every option of other types (keys that no section knows are
+        kept: validation reports them), and the errors, located relative to `data`.
     """
     out: dict[str, Any] = {}
+    errors: list[InitErrorDetails] = []
     for key, value in data.items():
         if key in section.model_fields:
             nested = _section_of(section, key)
             if nested is not None and isinstance(value, Mapping):
                 owned = [(n, s) for n, o in others if (s := _section_of(o, key)) is not None]
-                value = drop_other_types_defaults(value, nested, owned, type_name, f"{path}.{key}")
+                value, inner = drop_other_types_defaults(
+                    value, nested, owned, type_name, f"{path}.{key}"
+                )
+                errors += [{**e, "loc": (key, *e["loc"])} for e in inner]
             out[key] = value
             continue
         owners = [(n, o) for n, o in others if key in o.model_fields]
         if not owners:
             out[key] = value
         elif not any(_holds_default(o, key, value) for _, o in owners):
-            raise PydanticCustomError(
+            error = PydanticCustomError(
                 "other_types_option",
                 "{path} is an option of {owners}, not of {type}; remove it or change policy.type",
                 {"path": f"{path}.{key}", "owners": _names(owners), "type": repr(type_name)},
             )
-    return out
+            errors.append({"type": error, "loc": (key,), "input": value})
+    return out, errors
 
 
 def _section_of(section: type[BaseModel], key: str) -> type[BaseModel] | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from zeropipe.config.experiment import ExperimentConfig
-from zeropipe.config.policy import PolicyConfig, policy_config_class
+from zeropipe.config.policy import PolicyConfig, policy_config_class, registered_policy_types
 
 # LightZero key -> what to write instead (README: "Coming from LightZero").
 LIGHTZERO_NAMES: dict[str, str] = {
@@ -39,6 +39,20 @@ LIGHTZERO_NAMES: dict[str, str] = {
     "use_ture_chance_label_in_chance_encoder": "use policy.stochastic.use_true_chance_label",
     "num_of_sampled_actions": "use policy.sampled.num_of_sampled_actions",
     "use_wandb": "use wandb.enabled: true (or train --wandb)",
+    "model_path": "use train --init-from CKPT to start a new run from a checkpoint's weights "
+    "(train RUN_DIR --resume continues a run); remove it",
+    # LightZero's efficientzero model reads it; only the value-prefix types have that LSTM here
+    "lstm_hidden_size": "use policy.value_prefix.lstm_hidden_size (policy.type efficientzero "
+    "and sampled_efficientzero: the value-prefix LSTM); the other types have no LSTM to size",
+    "res_connection_in_dynamics": "use policy.model.dynamics_residual",
+    "collector_env_num": "use env.collector_env_num",
+    "evaluator_env_num": "use env.evaluator_env_num",
+    "manager": "not needed: there is no DI-engine env manager; each collector and evaluator "
+    "steps env.collector_env_num / env.evaluator_env_num envs itself; remove it",
+    "discrete_action_encoding_type": "not needed: a discrete action always enters the dynamics "
+    "one-hot (LightZero's 'one_hot'); remove it",
+    "create_config": "not needed: policy.type and env.env_id pick the policy and env "
+    "(DI-engine's import names have no counterpart); remove it",
 }
 
 
@@ -57,6 +71,18 @@ def fields_at(path: Sequence[str], policy_type: str) -> list[str] | None:
             except ValueError:
                 return None
     return list(model.model_fields)
+
+
+def other_types_owning(path: Sequence[str], key: str, policy_type: str) -> list[str]:
+    """The other registered policy types whose section at `path` has the field `key` (empty
+    outside `policy`, or when no other type has it)."""
+    if not path or path[0] != "policy":
+        return []
+    return [
+        name
+        for name in registered_policy_types()
+        if name != policy_type and key in (fields_at(path, name) or ())
+    ]
 
 
 def unknown_key_help(key: str, valid: Sequence[str] | None) -> str:

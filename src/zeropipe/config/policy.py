@@ -13,7 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 
 from zeropipe.config.async_pipeline import AsyncPipelineConfig
 from zeropipe.config.legacy import drop_other_types_defaults
@@ -258,8 +259,10 @@ class PolicyConfig(Section):
             if section is not PolicyConfig:
                 others = [(n, s) for n, s in _SECTIONS.items() if s is not section]
                 name = section.model_fields["type"].default
-                own = drop_other_types_defaults(data, section, others, name)
-                return section.model_validate(own)
+                own, foreign = drop_other_types_defaults(data, section, others, name)
+                if not foreign:
+                    return section.model_validate(own)
+                raise _with_section_errors(foreign, section, own)
         return handler(data)
 
     @model_validator(mode="after")
@@ -267,6 +270,18 @@ class PolicyConfig(Section):
         if self.replay_buffer_size <= self.batch_size:
             raise ValueError("replay_buffer_size must be larger than batch_size")
         return self
+
+
+def _with_section_errors(
+    errors: list[InitErrorDetails], section: type[PolicyConfig], own: dict[str, Any]
+) -> ValidationError:
+    """`errors` (other types' options) and the section's own validation errors, as one error:
+    a config's problems are reported all at once."""
+    try:
+        section.model_validate(own)
+    except ValidationError as exc:
+        errors = [*errors, *exc.errors(include_url=False)]  # type: ignore[list-item]
+    return ValidationError.from_exception_data(section.__name__, errors)
 
 
 def register_policy_config(section: type[PolicyConfig]) -> None:

@@ -107,6 +107,7 @@ def load_resume_config(
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
     notes += _resume_in_place(raw, run)
     notes += keep_older_behaviour(raw)
+    applied = []
     for item in overrides:
         key = item.partition("=")[0].strip()
         if key == "exp_name":
@@ -118,9 +119,9 @@ def load_resume_config(
                 "settings); start a new run from its weights with --init-from instead"
             )
         before = _get(raw, key)
-        apply_override(raw, item)
+        applied.append(apply_override(raw, item))
         notes.append(f"--resume: {key} {before!r} -> {_get(raw, key)!r}")
-    return config_from_dict(raw, source=str(saved_path)), notes
+    return config_from_dict(raw, source=str(saved_path), overrides=applied), notes
 
 
 def _resume_in_place(raw: dict[str, Any], run: Path) -> list[str]:
@@ -184,9 +185,8 @@ def load_run_config(
     """
     raw = read_yaml(path)
     notes = keep_older_behaviour(raw, "eval")
-    for item in overrides:
-        apply_override(raw, item)
-    return config_from_dict(raw, source=str(path)), notes
+    applied = [apply_override(raw, item) for item in overrides]
+    return config_from_dict(raw, source=str(path), overrides=applied), notes
 
 
 def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list[str]:
