@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from benchmarks.bench_pipeline import ROOT, _run
+from benchmarks.overrides import for_pipeline
 from zeropipe.config import load_config
 from zeropipe.envs import EnvBatch
 from zeropipe.pipeline.build import build_collector, build_driver
@@ -63,7 +64,7 @@ def bench_pong_pipeline(
     rows = {}
     for name, extra in (("sync", []), ("async", async_args)):
         with tempfile.TemporaryDirectory() as tmp:
-            args = ["--set", "exp_name=run", *_sets(overrides), *extra]
+            args = ["--set", "exp_name=run", *_sets(for_pipeline(overrides, name)), *extra]
             rows[name] = _run_window(config, window_s, args, Path(tmp))
     ratio = {  # None where sync made no progress in the window
         key: rows["async"][key] / rows["sync"][key] if rows["sync"][key] > 0 else None

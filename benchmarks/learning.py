@@ -38,6 +38,7 @@ from benchmarks.learning_stats import (
     pooled_async_ratio,
 )
 from benchmarks.learning_time import format_phases, format_time_table
+from benchmarks.overrides import for_pipeline
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
@@ -114,7 +115,7 @@ def _command(spec: RunSpec, overrides: list[str], threads: int | None) -> list[s
         cmd += ["--set", f"policy.learner_num_threads={threads}"]
     if spec.pipeline == "async":
         cmd.append("--async-pipeline")
-    for item in overrides:
+    for item in for_pipeline(overrides, spec.pipeline):
         cmd += ["--set", item]
     return cmd
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.machine import describe_run
+from benchmarks.overrides import for_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("collect", "train", "driver", "eval", "wait")
@@ -65,7 +66,7 @@ def run_once(config: str, pipeline: str, seed: int, settings: list[str], envstep
         cmd += ["--set", f"seed={seed}", "--set", f"exp_name={run_dir}"]
         cmd += ["--set", f"max_env_step={envsteps}", "--set", "env.stop_value=1e9"]
         cmd += ["--async-pipeline"] if pipeline == "async" else []
-        for item in settings:
+        for item in for_pipeline(settings, pipeline):
             cmd += ["--set", item]
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

@@ -1,0 +1,64 @@
+"""The benchmarks' wall-clock figures (time to the goal, the perfect-overlap bound, the pace of a
+fixed budget), against values worked by hand; and which --set items reach which pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.learning import Curve, RunSpec, judge
+from benchmarks.learning_time import format_time_table
+from benchmarks.overrides import for_pipeline
+from benchmarks.pace import Row as PaceRow
+from benchmarks.pace import add_run, format_rows
+
+PHASES = {"collect_s_total": 4.0, "train_s_total": 30.0, "driver_s_total": 1.0}
+PHASES |= {"eval_s_total": 5.0, "wait_s_total": 0.0}
+
+
+def _stopped(seed: int, pipeline: str, wall: float, reward: float, **stop) -> Curve:
+    spec = RunSpec("configs/cartpole_muzero.yaml", pipeline, seed, Path(f"/nowhere/{seed}"))
+    line = {"reason": "stop_value", **PHASES, "learner_busy_fraction": 0.6, **stop}
+    return Curve(spec, [1000, 2000], [5.0, 9.0], [100.0, reward], 0, process_wall_s=wall, stop=line)
+
+
+def test_time_to_goal_is_the_process_wall_of_runs_that_stopped_at_the_threshold():
+    curves = [
+        _stopped(0, "sync", 50.0, 200.0),
+        _stopped(1, "sync", 40.0, 200.0),
+        _stopped(2, "sync", 30.0, 120.0, reason="max_env_step"),  # never reached the goal
+    ]
+    row = judge(curves, threshold=195)
+    assert row.process_wall_s_to_goal == [50.0, 40.0]
+    # wall less the shorter side: min(30 + 1, 4 + 5) = 9
+    assert row.overlap_bound_s == [41.0, 31.0]
+    assert row.phase_s["train"] == 30.0 and row.learner_busy_fraction == [0.6, 0.6]
+
+
+def test_the_time_table_puts_async_beside_sync_and_its_bound():
+    sync = judge([_stopped(s, "sync", 40.0 + s, 200.0) for s in range(3)], threshold=195)
+    fast = judge([_stopped(s, "async", 30.0 + s, 200.0) for s in range(3)], threshold=195)
+    table = format_time_table([sync, fast])
+    row = table.splitlines()[-1]
+    # medians 41 and 31; bound median 41 - 9 = 32; 31 / 32 = 0.97; ratio 31 / 41 = 0.76
+    assert "| 41.0 | 31.0 | 0.76 [" in row and "| 32.0 | 0.97 |" in row
+    assert row.startswith("| cartpole_muzero | 3/3, 3/3 |")
+
+
+def test_async_settings_reach_only_the_async_runs():
+    items = ["seed=1", "policy.async_pipeline.worker_niceness=5", "policy.eval_freq=10"]
+    assert for_pipeline(items, "async") == items
+    assert for_pipeline(items, "sync") == ["seed=1", "policy.eval_freq=10"]
+
+
+def test_pace_rows_give_rates_and_the_sync_bound():
+    rows = [
+        PaceRow("configs/x.yaml", "shipped", "sync"),
+        PaceRow("configs/x.yaml", "shipped", "async"),
+    ]
+    stop = {"envstep": 3000, "train_iter": 750, "learner_busy_fraction": 0.7, **PHASES}
+    add_run(rows[0], {"wall_s": 50.0, "stop": stop})
+    add_run(rows[1], {"wall_s": 40.0, "stop": stop})
+    assert rows[0].envstep_per_s == [60.0] and rows[0].learner_steps_per_s == [15.0]
+    assert rows[0].overlap_bound_s == [41.0] and rows[1].overlap_bound_s == []
+    line = format_rows(rows).splitlines()[-1]
+    assert "| 40.0 | 75.0 | 18.75 |" in line and "| 0.80 | 0.98 |" in line  # 40/50, 40/41
