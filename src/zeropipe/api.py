@@ -98,7 +98,8 @@ def train(
     if resume:
         cfg = load_checked("", (), cfg=_resumed(config_or_path, given))
     else:
-        cfg = load_checked("", (), *_config(config_or_path, given))
+        loaded, swap = _config(config_or_path, given)
+        cfg = load_checked("", (), loaded, swap=swap)
     cfg.policy.async_pipeline.enabled = pipeline == "async"
     if pipeline == "sync":
         from zeropipe.pipeline.sync import train_sync

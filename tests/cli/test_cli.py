@@ -36,6 +36,16 @@ policy:
 """
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env() -> dict[str, str]:
+    """The environment of a CLI subprocess: ours, with the repository on the path, so that a
+    config's `env.register_envs` may name a hook in the test tree (`tests.envs...`)."""
+    paths = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "zeropipe", *args],
@@ -43,6 +53,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=240,
+        env=cli_env(),
     )
 
 
