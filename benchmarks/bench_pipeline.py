@@ -97,7 +97,7 @@ def bench_pipeline(
         f"policy.async_pipeline.num_collector_actors={collectors}",
     ]
     # the config's async as it is, and with one policy version per collect (the reference's
-    # rule), so the cost of the config's collect_refresh_steps shows side by side
+    # rule), so the cost of the config's collect_freshness shows side by side
     one_version = [*async_args, "--set", "policy.async_pipeline.collect_freshness=reference"]
     runs = [("sync", []), ("async", async_args), ("async-1v", one_version)]
     if importlib.util.find_spec("ray") is not None:
@@ -150,7 +150,7 @@ def main() -> dict:
     )
     print(
         f"{'async/1v':>9} {ratio['refresh_vs_one_version']:>11.2f}×   (env steps/s: the config's "
-        "collect_refresh_steps against one version per collect)"
+        "collect_freshness against one version per collect)"
     )
     if "ray_vs_process" in ratio:
         print(f"{'ray/proc':>9} {ratio['ray_vs_process']:>11.2f}×   (env steps/s, same window)")
