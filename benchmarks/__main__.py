@@ -32,6 +32,7 @@ from benchmarks import (
     bench_transport,
     learning,
     pace,
+    render,
     same_run,
 )
 from benchmarks.machine import describe_run, format_header
@@ -51,6 +52,7 @@ ON_REQUEST = {
     "precision": bench_precision.main,
     "same-run": same_run.main,
     "pace": pace.main,
+    "render": render.main,
 }
 
 

@@ -38,7 +38,8 @@ from benchmarks.learning_stats import (
     pooled_async_ratio,
 )
 from benchmarks.learning_time import format_phases, format_time_table
-from benchmarks.overrides import for_pipeline
+from benchmarks.machine import describe_run
+from benchmarks.overrides import for_pipeline, recorded_command
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
 
@@ -427,6 +428,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
     _fill_defaults(args)
+    header = describe_run({"learning": args.configs})  # at the start: the commit that ran
     if args.eval_episodes:  # first, so that a --set of the same key wins
         n = args.eval_episodes
         eval_set = [f"env.n_evaluator_episode={n}", f"env.evaluator_env_num={n}"]
@@ -453,7 +455,10 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(format_median_ratio(r) for r in median_ratios(rows)))
         print(format_time_table(rows))
     print(format_phases(rows))
-    (out / "learning.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    header["command"] = recorded_command("learning", argv or sys.argv[2:])
+    header["date"] = time.strftime("%Y-%m-%d")
+    rows_json = [asdict(r) for r in rows]
+    (out / "learning.json").write_text(json.dumps({**header, "rows": rows_json}, indent=2))
     _plot(curves, out / "learning.png")
     plot_grid(curves, thresholds, out / "learning_grid.png")
     print(f"table: {out / 'learning.json'}\ncurves: {out / 'learning.png'}")

@@ -14,3 +14,17 @@ def for_pipeline(overrides: list[str], pipeline: str) -> list[str]:
     if pipeline == "async":
         return list(overrides)
     return [item for item in overrides if not item.startswith(ASYNC_PREFIX)]
+
+
+def recorded_command(name: str, argv: list[str]) -> str:
+    """`python -m benchmarks NAME ARGS` as a results file records it: the options that only say
+    where outputs go (`--out`, `--json`) are left out, so the command reads the same anywhere."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--out", "--json"):
+            skip = True
+        elif not arg.startswith(("--out=", "--json=")):
+            kept.append(arg)
+    return " ".join(["python -m benchmarks", name, *kept])

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchmarks.machine import describe_run
-from benchmarks.overrides import for_pipeline
+from benchmarks.overrides import for_pipeline, recorded_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("collect", "train", "driver", "eval", "wait")
@@ -133,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Run every (config, variant, pipeline, seed) one at a time; print and write the rows."""
     args = _parser().parse_args(argv)
+    header = describe_run({"pace": args.configs})  # at the start: the commit that ran
     pipelines = args.pipelines or ["sync", "async"]
     variants = [("shipped", []), *args.variant]
     rows = []
@@ -156,8 +157,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(row)
     print(format_rows(rows))
     if args.json is not None:
-        header = describe_run({"pace": args.configs})
-        header["command"] = "python -m benchmarks pace " + " ".join(argv or sys.argv[2:])
+        header["command"] = recorded_command("pace", argv or sys.argv[2:])
+        header["date"] = time.strftime("%Y-%m-%d")
         args.json.write_text(json.dumps({**header, "rows": [asdict(r) for r in rows]}, indent=2))
         print(f"wrote {args.json}")
 

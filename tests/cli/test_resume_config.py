@@ -69,7 +69,7 @@ def test_resume_with_the_yaml_file_says_what_it_ignores(stopped_run: Path):
         "policy.model.latent_dim=32",
         "policy.num_simulations=50",
         "seed=3",
-        "policy.async_pipeline.collect_freshness=refresh",  # which weights play which steps
+        "policy.async_pipeline.collect_freshness=reference",  # which weights play which steps
         "policy.async_pipeline.collect_freshness=just_in_time",  # when a collect is launched
     ],
 )

@@ -53,7 +53,7 @@ class AsyncPipelineConfig(Section):
         "trainable (None: 2 × num_collector_actors).",
     )
     collect_freshness: Literal["reference", "just_in_time", "refresh"] = Field(
-        "reference",
+        "refresh",
         description="How fresh the collecting policy is kept while the learner trains (the one "
         "lag control beside the reference's weight_sync_interval, max_policy_lag and "
         "max_train_budget_queue_size). 'reference': a collect is launched whenever the budget "
@@ -64,7 +64,10 @@ class AsyncPipelineConfig(Section):
         "the reference's, but a collect in flight comes back every REFRESH_PARTS-th of a game "
         "segment (10 steps of every env for a segment of 50) and goes on with the newest "
         "weights; its segments are pushed and its one train budget queued only when the whole "
-        "collect is done.",
+        "collect is done. Default 'refresh' (a deliberate difference from the reference): one "
+        "run at a time on 2 cores, judged on 16 eval episodes, it brought CartPole UniZero's "
+        "async wall time to 195 to 0.96x sync's (just_in_time 1.29x) and MuZero's to 0.70x "
+        "(docs: async_time).",
     )
     max_queued_evals: int = Field(
         4,

@@ -168,6 +168,8 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     # the search's step module by module, before the traced and frozen steps (same arithmetic
     # as traced; frozen folds batch norms, which rounds differently)
     (None, "policy.actor_inference", "eager"),
+    # one weights version per collect, the reference's rule, before 'refresh' became the default
+    (None, "policy.async_pipeline.collect_freshness", "reference"),
 )
 
 
@@ -197,7 +199,7 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
         One note per key filled in.
     """
     policy_type = (raw.get("policy") or {}).get("type", "muzero")
-    notes = []
+    notes = _one_lag_control(raw, command)  # first: the old keys name the option's value
     for only, key, value in OLDER_BEHAVIOUR:
         if (only is None or only == policy_type) and not _has(raw, key):
             _set(raw, key, value)
@@ -206,7 +208,6 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
                 f"existed): {value!r}, the behaviour the run started with"
             )
     notes += _each_pipelines_own_eval_grid(raw, command)
-    notes += _one_lag_control(raw, command)
     return notes
 
 
@@ -220,7 +221,7 @@ def _one_lag_control(raw: dict[str, Any], command: str) -> list[str]:
     launch, steps = ap.pop("collect_launch", "eager"), ap.pop("collect_refresh_steps", None)
     value = "refresh" if steps is not None else launch if launch == "just_in_time" else None
     if value is None:
-        return []  # the reference's rule, today's default
+        return []  # the reference's rule, kept by OLDER_BEHAVIOUR
     ap["collect_freshness"] = value
     return [
         f"{command}: policy.async_pipeline.collect_launch and collect_refresh_steps are one "
