@@ -2,8 +2,9 @@
 
 Runs in: its own process; trains nothing. Reads every `benchmarks/results/*.json` that a
 `pace` or `learning` run wrote (`--json`, or the learning run's `learning.json`, copied here)
-and writes `docs/async_time.md`: per file, its date, machine, commit and command, then its
-table as the benchmark prints it. `--check` writes nothing and exits 1 when the committed page
+and writes `docs/async_time.md`: per file, its date, machine, commit and command, its `note`
+(what the command does not show, such as the settings the configs had then), then its table as
+the benchmark prints it. `--check` writes nothing and exits 1 when the committed page
 differs from what the files render (the test suite runs it).
 """
 
@@ -53,6 +54,7 @@ def _section(name: str, data: dict) -> str:
         data["command"],
         "```",
         "",
+        *([data["note"], ""] if data.get("note") else []),
     ]
     if "pace" in data["sections"]:
         table = format_rows([PaceRow(**row) for row in data["rows"]])

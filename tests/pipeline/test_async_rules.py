@@ -31,7 +31,13 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 async def test_publishes_follow_the_weight_sync_rule(
     tmp_path, weight_sync_interval, max_policy_lag, longest_lag, shortest_publish_gap
 ):
-    ap = {"weight_sync_interval": weight_sync_interval, "max_policy_lag": max_policy_lag}
+    # one weights version per collect (the reference's rule), so that a collect's version is
+    # the one its launch got: the weight-sync rule is about launches
+    ap = {
+        "weight_sync_interval": weight_sync_interval,
+        "max_policy_lag": max_policy_lag,
+        "collect_freshness": "reference",
+    }
     cfg = tiny_config(tmp_path / "run", eval_freq=10**6, async_pipeline=ap)  # final eval only
     cfg.max_env_step = 160
     await train_async(cfg, show_progress=False)
