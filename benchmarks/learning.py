@@ -42,6 +42,7 @@ from benchmarks.machine import describe_run
 from benchmarks.overrides import for_pipeline, recorded_command
 from zeropipe.cli.curves import plot_runs, read_run
 from zeropipe.cli.errors import InputError
+from zeropipe.pipeline.phases import PHASES, PhaseClock
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIGS = ("configs/cartpole_muzero_475.yaml", "configs/acrobot_muzero.yaml")
@@ -230,7 +231,6 @@ def _to_goal(stopped: list[Curve], threshold: float) -> dict:
     """The Row's wall-clock fields over the runs that stopped at their stop value (the
     threshold, or higher: a run's own stop value reached is the goal it was given)."""
     timed = [c for c in stopped if c.process_wall_s is not None and c.rewards[-1] >= threshold]
-    phases = ("collect", "train", "driver", "eval", "wait")
     return {
         "process_wall_s_to_goal": [c.process_wall_s for c in timed],
         "overlap_bound_s": [_bound(c) for c in timed if c.spec.pipeline == "sync" and c.stop],
@@ -239,18 +239,15 @@ def _to_goal(stopped: list[Curve], threshold: float) -> dict:
         ],
         "phase_s": {
             p: statistics.median(c.stop[f"{p}_s_total"] for c in timed)
-            for p in phases
+            for p in PHASES
             if timed and all(f"{p}_s_total" in c.stop for c in timed)
         },
     }
 
 
 def _bound(curve: Curve) -> float:
-    """A sync run's perfect-overlap wall time: its process wall seconds less the shorter side
-    of max(train + driver, collect + eval) (phases.py), the time overlap could hide. Start-up,
-    teardown and what no phase counts stay in it."""
-    t = {k: curve.stop.get(f"{k}_s_total", 0.0) for k in ("collect", "train", "driver", "eval")}
-    return curve.process_wall_s - min(t["train"] + t["driver"], t["collect"] + t["eval"])
+    """A sync run's perfect-overlap wall time (PhaseClock.wall_bound_s)."""
+    return PhaseClock.wall_bound_s(curve.process_wall_s, curve.stop)
 
 
 def _logged(values: list[float], index: int) -> list[float]:

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from benchmarks.machine import describe_run
 from benchmarks.overrides import for_pipeline, recorded_command
+from zeropipe.pipeline.phases import PHASES, PhaseClock
 
 ROOT = Path(__file__).resolve().parents[1]
-PHASES = ("collect", "train", "driver", "eval", "wait")
 
 
 @dataclass
@@ -85,12 +85,10 @@ def add_run(row: Row, result: dict) -> None:
     row.envstep_per_s.append(round(stop["envstep"] / wall, 2))
     row.learner_steps_per_s.append(round(stop["train_iter"] / wall, 2))
     row.learner_busy_fraction.append(stop["learner_busy_fraction"])
-    t = {p: stop[f"{p}_s_total"] for p in PHASES}
     for p in PHASES:
-        row.phase_s.setdefault(p, []).append(t[p])
+        row.phase_s.setdefault(p, []).append(stop[f"{p}_s_total"])
     if row.pipeline == "sync":
-        hidden = min(t["train"] + t["driver"], t["collect"] + t["eval"])
-        row.overlap_bound_s.append(round(wall - hidden, 2))
+        row.overlap_bound_s.append(round(PhaseClock.wall_bound_s(wall, stop), 2))
 
 
 def format_rows(rows: list[Row]) -> str:

@@ -3,13 +3,9 @@ or on the `--set` that wrote it; exit 2 and nothing written."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.cli.test_cli import TINY
+from tests.cli.test_cli import TINY, run_cli
 
 # five bad keys, in three sections
 FIVE_BAD = """
@@ -19,16 +15,6 @@ env: {{env_id: CartPole-v1, colector_env_num: 2, manager: {{}}}}
 policy: {{batch_sise: 8, model_path: best.pth.tar}}
 """
 PREFIX = "zeropipe: config error: "
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "zeropipe", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.mark.timeout(150)

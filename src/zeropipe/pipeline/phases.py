@@ -62,6 +62,14 @@ class PhaseClock:
         out["overlap_bound_s"] = round(self.overlap_bound_s(), 3)
         return out
 
+    @staticmethod
+    def wall_bound_s(wall_s: float, fields: dict[str, float]) -> float:
+        """A sync run's perfect-overlap wall time from its wall seconds and its `stop` line's
+        fields: the wall less the shorter side, the time overlap could hide (start-up, teardown
+        and what no phase counts stay in it)."""
+        t = {p: fields.get(f"{p}_s_total", 0.0) for p in PHASES}
+        return wall_s - min(t["train"] + t["driver"], t["collect"] + t["eval"])
+
     def summary(self, wall_s: float) -> str:
         """One line for the end of a run: the phases, the busy fraction, the bound."""
         s = self.seconds
