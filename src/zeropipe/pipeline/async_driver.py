@@ -121,7 +121,10 @@ async def _drive(
             raise asyncio.CancelledError  # arrived while the run was being built
         await pool.start()
         await driver.loop()
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # A Ctrl-C raised inside the driver's own code (a process started with SIGINT ignored
+        # has no Runner handler, so Python's default raises it wherever the main thread is) is
+        # the same stop as the cancellation the Runner would have made of it.
         cancelled = True
         raise
     except Exception as exc:
