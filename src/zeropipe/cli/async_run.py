@@ -46,10 +46,34 @@ def run_async(
 ):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
+    The options are checked first; then the process backend's workers start (early_workers.py),
+    so they get ready while the driver is imported and built.
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
     writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
     served on the same loop for as long as the run lasts.
+
+    Raises:
+        ConfigError: async options this machine cannot honour, or a bad `status` address.
     """
+    from zeropipe.pipeline.backends import check_async_options
+    from zeropipe.pipeline.early_workers import early_workers
+    from zeropipe.pipeline.status_server import parse_address
+
+    check_async_options(cfg)  # before anything is started or written
+    if status is not None:
+        parse_address(status)
+    early = early_workers(cfg)
+    try:
+        return _run_driver(cfg, show_progress, {**start, "early_workers": early}, status)
+    finally:
+        if early is not None:
+            early.close()
+        _stop_resource_tracker()
+
+
+def _run_driver(
+    cfg: ExperimentConfig, show_progress: bool, start: dict[str, Any], status: str | None
+) -> RunSummary:
     import asyncio
 
     try:
@@ -58,11 +82,8 @@ def run_async(
         factory = uvloop.new_event_loop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
         factory = None
-    try:
-        with asyncio.Runner(loop_factory=factory) as runner:
-            return runner.run(_train_coroutine(cfg, show_progress, start, status))
-    finally:
-        _stop_resource_tracker()
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_train_coroutine(cfg, show_progress, start, status))
 
 
 async def _train_coroutine(

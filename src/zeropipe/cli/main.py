@@ -297,12 +297,6 @@ def _train(args: argparse.Namespace) -> int:
             "--async-pipeline (the sync loop has no event loop to serve it from)"
         )
     if cfg.policy.async_pipeline.enabled:
-        from zeropipe.pipeline.async_driver import check_async_options
-        from zeropipe.pipeline.status_server import parse_address
-
-        check_async_options(cfg)  # before anything is written
-        if args.status is not None:
-            parse_address(args.status)
         summary = run_async(cfg, not args.quiet, start, args.status)
     else:
         from zeropipe.pipeline.sync import train_sync

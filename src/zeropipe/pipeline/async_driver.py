@@ -24,7 +24,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # tensorboardX and torch._dynamo are imported with this module, not at first use: building the
 # learner imports torch._dynamo (the torch.optim constructor does, pulling sympy: ~2 s) and the run
@@ -34,10 +34,10 @@ import tensorboardX  # noqa: F401
 import torch
 import torch._dynamo
 
-from zeropipe.config import ConfigError, ExperimentConfig
+from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.backend import WeightStore, WorkerBackend
-from zeropipe.pipeline.backends import check_backend, open_backend
+from zeropipe.pipeline.backends import check_async_options, open_backend
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
@@ -46,6 +46,11 @@ from zeropipe.pipeline.runner import close_run, finish_training, open_run
 from zeropipe.pipeline.schedule import learner_threads
 from zeropipe.pipeline.status import RunMonitor
 from zeropipe.transport import ParamLayout
+
+if TYPE_CHECKING:
+    from zeropipe.pipeline.early_workers import EarlyWorkers
+
+__all__ = ["check_async_options", "run_labels", "train_async", "worker_states"]
 
 log = logging.getLogger("zeropipe.driver")
 
@@ -57,6 +62,7 @@ async def train_async(
     resume: bool = False,
     monitor: RunMonitor | None = None,
     init_weights: Mapping[str, torch.Tensor] | None = None,
+    early_workers: EarlyWorkers | None = None,
 ) -> RunSummary:
     """Train with the async pipeline until a stop rule fires or the task is cancelled.
 
@@ -67,6 +73,8 @@ async def train_async(
         monitor: receives every metrics record as it is written, and the worker states
             (`zeropipe.start` passes one; see embed.py).
         init_weights: a new run's network starts from these weights (`--init-from`).
+        early_workers: worker processes started before this call (the CLI's, early_workers.py):
+            the process backend adopts those it would have started; the caller kills the rest.
 
     Returns:
         How the run ended.
@@ -94,7 +102,7 @@ async def train_async(
             resume,
             listeners,
         )
-        return await _drive(cfg, state, heavy, cancelled, show_progress, monitor)
+        return await _drive(cfg, state, heavy, cancelled, show_progress, monitor, early_workers)
     finally:
         heavy.close()
 
@@ -106,13 +114,14 @@ async def _drive(
     cancelled: bool,
     show_progress: bool,
     monitor: RunMonitor | None,
+    early: EarlyWorkers | None,
 ) -> RunSummary:
     """Start the workers, run the loop, and on any exit: final checkpoint, shutdown, stop line."""
     ap = cfg.policy.async_pipeline
     progress = ProgressLine(cfg.max_env_step) if show_progress else None
     layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
     inbox: asyncio.Queue = asyncio.Queue()
-    pool, publisher = open_backend(cfg, layout, inbox)
+    pool, publisher = open_backend(cfg, layout, inbox, early)
     if monitor is not None:
         monitor.board.worker_states = lambda: worker_states(pool)
     driver = AsyncRun(cfg, state, pool, publisher, inbox, progress, heavy)
@@ -179,23 +188,6 @@ def worker_states(pool: WorkerBackend) -> dict[str, dict[str, Any]]:
             "restarts": w.restarts,
         }
     return states
-
-
-def check_async_options(cfg: ExperimentConfig) -> None:
-    """Reject async settings this machine or build cannot honour, naming the field.
-
-    Raises:
-        ConfigError: backend settings that cannot be honoured (backends.check_backend), or a
-            GPU share without a CUDA device.
-    """
-    check_backend(cfg)
-    ap = cfg.policy.async_pipeline
-    for name in ("collector_num_gpus", "evaluator_num_gpus"):
-        if getattr(ap, name) > 0 and not torch.cuda.is_available():
-            raise ConfigError(
-                f"policy.async_pipeline.{name}: a GPU share was asked for but torch sees no CUDA "
-                "device; set it to 0 or install a CUDA build of torch (Makefile TORCH_SPEC)"
-            )
 
 
 async def _shutdown(pool: WorkerBackend, publisher: WeightStore, timeout_s: float) -> None:

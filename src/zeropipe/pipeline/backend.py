@@ -143,7 +143,7 @@ class ReplacingWorkers:
     """What both backends share: the worker handles, each start's spec and seed, the restart rule.
 
     A backend provides `_end(handle)` (stop and forget the worker), `_create(handle)` (start a
-    fresh one for `handle.generation` from `_next_spec(handle)`) and `async _handshake(handle)`
+    fresh one for `handle.generation` from `next_spec(handle)`) and `async _handshake(handle)`
     (wait for its hello, at most `HELLO_TIMEOUT_S`; raises WorkerFailed); `restart` returns at
     once and the handshake runs in a named task, so the driver never blocks on a replacement. The
     handle is idle only once it said hello; a failed start reaches the inbox as
@@ -166,7 +166,7 @@ class ReplacingWorkers:
         ]
         self.workers += [handle_type("evaluator", i) for i in range(ap.num_evaluator_actors)]
 
-    def _next_spec(self, handle: WorkerHandle) -> WorkerSpec:
+    def next_spec(self, handle: WorkerHandle) -> WorkerSpec:
         """The spec of the handle's next start: the config with this generation's seed."""
         handle.seed = spawn_seed(
             int(self.config["seed"]), handle.role, handle.worker_id, handle.generation

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from typing import TYPE_CHECKING
 
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.pipeline.backend import RAY_INSTALL_HINT, WeightStore, WorkerBackend
 from zeropipe.transport import ParamLayout
+
+if TYPE_CHECKING:
+    from zeropipe.pipeline.early_workers import EarlyWorkers
 
 
 def check_backend(cfg: ExperimentConfig) -> None:
@@ -43,8 +47,34 @@ def check_backend(cfg: ExperimentConfig) -> None:
         )
 
 
+def check_async_options(cfg: ExperimentConfig) -> None:
+    """Reject async settings this machine or build cannot honour, naming the field.
+
+    Raises:
+        ConfigError: backend settings that cannot be honoured (backends.check_backend), or a
+            GPU share without a CUDA device.
+    """
+    check_backend(cfg)
+    ap = cfg.policy.async_pipeline
+    for name in ("collector_num_gpus", "evaluator_num_gpus"):
+        if getattr(ap, name) > 0 and not _cuda_available():
+            raise ConfigError(
+                f"policy.async_pipeline.{name}: a GPU share was asked for but torch sees no CUDA "
+                "device; set it to 0 or install a CUDA build of torch (Makefile TORCH_SPEC)"
+            )
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def open_backend(
-    cfg: ExperimentConfig, layout: ParamLayout, inbox: asyncio.Queue
+    cfg: ExperimentConfig,
+    layout: ParamLayout,
+    inbox: asyncio.Queue,
+    early: EarlyWorkers | None = None,
 ) -> tuple[WorkerBackend, WeightStore]:
     """The configured backend (not started yet) and its weight store.
 
@@ -54,12 +84,16 @@ def open_backend(
         cfg: the experiment config (`policy.async_pipeline.backend` picks the backend).
         layout: the parameter layout of every published version.
         inbox: the driver's queue of `(handle, generation, message | exception)`.
+        early: worker processes the CLI started before the driver (early_workers.py); the
+            process backend adopts them, the others leave them to the CLI, which kills them.
     """
     if cfg.policy.async_pipeline.backend == "ray":
-        from zeropipe.pipeline.ray_backend import RayBackend as Backend
-        from zeropipe.pipeline.ray_backend import RayWeightStore as Store
-    else:
-        from zeropipe.pipeline.supervisor import WorkerPool as Backend
-        from zeropipe.transport import SnapshotPublisher as Store
-    store = Store(layout)
-    return Backend(cfg, store, inbox), store
+        from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore
+
+        ray_store = RayWeightStore(layout)
+        return RayBackend(cfg, ray_store, inbox), ray_store
+    from zeropipe.pipeline.supervisor import WorkerPool
+    from zeropipe.transport import SnapshotPublisher
+
+    store = SnapshotPublisher(layout)
+    return WorkerPool(cfg, store, inbox, early), store

@@ -226,7 +226,7 @@ class RayBackend(ReplacingWorkers):
 
         ap = self.ap
         collector = handle.role == "collector"
-        spec = self._next_spec(handle)
+        spec = self.next_spec(handle)
         threads = spec.num_threads
         options = ray.remote(RayWorker).options(
             name=actor_name(os.getpid(), handle.name, handle.generation),

@@ -1,12 +1,13 @@
 """The `process` backend's supervision: spawn, handshake, inbox, restart, shutdown.
 
 Runs in: driver (on the event-loop thread). Each worker is a `spawn`ed process with one duplex
-pipe. A reader task per worker forwards its messages (or the error that ended its pipe) to one
-inbox queue as `(handle, generation, message)`, so the driver waits on a single queue and can
-drop what a dead generation of a worker left behind. Process exit is observed through the
-process sentinel fd (`loop.add_reader`), never by polling with sleeps. Shutdown asks every worker to
-exit, waits up to `shutdown_timeout_s`, then kills what is left; `kill_all()` is the synchronous
-last resort used on any exit path.
+pipe; a first-generation worker the CLI already started (early_workers.py) is adopted, not spawned
+again. A reader task per worker forwards its messages (or the error that ended its pipe) to one
+inbox queue as `(handle, generation, message)`, so the driver waits on a single queue and can drop
+what a dead generation of a worker left behind. Process exit is observed through the process
+sentinel fd (`loop.add_reader`), never by polling with sleeps. Shutdown asks every worker to exit
+(a busy one is killed: its reply would be dropped), waits up to `shutdown_timeout_s`, then kills
+what is left; `kill_all()` is the synchronous last resort used on any exit path.
 
 Restarts never block the driver: `restart()` spawns the replacement and returns; its handshake
 runs in a named task, and the worker becomes `idle` (usable) only once it is done. A replacement
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing as mp
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from zeropipe.pipeline.backend import (
     WorkerHandle,
     wait_bounded,
 )
+from zeropipe.pipeline.early_workers import EarlyWorkers, spawn_worker
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.transport import (
     CollectRequest,
@@ -44,7 +45,6 @@ from zeropipe.transport import (
     TransportError,
     WorkerGone,
 )
-from zeropipe.workers.process import applied_environment, worker_environment, worker_main
 
 log = logging.getLogger("zeropipe.supervisor")
 
@@ -75,11 +75,15 @@ class WorkerPool(ReplacingWorkers):
     """
 
     def __init__(
-        self, cfg: ExperimentConfig, store: SnapshotPublisher, inbox: asyncio.Queue
+        self,
+        cfg: ExperimentConfig,
+        store: SnapshotPublisher,
+        inbox: asyncio.Queue,
+        early: EarlyWorkers | None = None,
     ) -> None:
         super().__init__(cfg, inbox, ProcessHandle)
         self.layout = store.layout
-        self.ctx = mp.get_context("spawn")
+        self.early = early  # workers the CLI started before the driver: adopted, not spawned
         # Killed but not yet reaped: on a starved machine a SIGKILLed process can take longer than
         # the join's bound to be scheduled and exit. It is reaped at the end (kill_all).
         self._dying: list[Any] = []
@@ -101,15 +105,11 @@ class WorkerPool(ReplacingWorkers):
         await asyncio.gather(*(self._handshake(h) for h in self.workers))
 
     def _create(self, handle: ProcessHandle) -> None:
-        parent, child = self.ctx.Pipe(duplex=True)
-        spec = self._next_spec(handle)
-        handle.process = self.ctx.Process(
-            target=worker_main, args=(child, spec), name=f"zeropipe-{handle.name}", daemon=True
-        )
-        # spawn children read these before importing numpy/torch
-        with applied_environment(worker_environment(spec.num_threads)):
-            handle.process.start()
-        child.close()  # else the kernel never reports EOF when the worker dies
+        spec = self.next_spec(handle)
+        started = self.early.take(spec) if self.early is not None else None
+        if started is None:
+            started = spawn_worker(spec, f"zeropipe-{handle.name}")
+        handle.process, parent = started
         handle.endpoint = DriverEndpoint(parent, handle.name)
         handle.request = None
 
@@ -140,12 +140,14 @@ class WorkerPool(ReplacingWorkers):
                 return
 
     async def shutdown(self, timeout_s: float) -> None:
-        """Ask every worker to exit, wait up to `timeout_s`, then kill the rest.
+        """Ask every idle worker to exit, wait up to `timeout_s`, then kill the rest.
 
-        A replacement still in its handshake is killed at once: it holds no work.
+        A replacement still in its handshake, and a worker busy with a request, are killed at
+        once: nothing would read what they are making, and a busy worker reads `Shutdown` only
+        after its request (a collect part, or a whole eval).
         """
         for handle in self.workers:
-            if not handle.ready:
+            if not handle.idle:
                 self._end(handle)
         for handle in self.workers:
             if handle.endpoint is not None:

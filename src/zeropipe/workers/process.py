@@ -6,7 +6,7 @@ The spec, the actor and the answers are ``request_server.py``'s, shared with the
 The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (docs/design.md,
 "Transport") and owns everything around it. The protocol, as the worker sees it::
 
-    worker → Hello                        (protocol version, pid)
+    worker → Hello                        (protocol version, pid); then it builds its actor
     driver → SnapshotLayout               (once; anything else is a ProtocolError)
     loop:
       driver → CollectRequest | EvalRequest  → worker: load the named snapshot if its version is
@@ -27,9 +27,11 @@ import logging
 import os
 import signal
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
+
+import numpy as np
 
 from zeropipe.envs.spec import NonFiniteEnvOutput
 from zeropipe.transport import (
@@ -42,6 +44,7 @@ from zeropipe.transport import (
     Shutdown,
     SnapshotLayout,
     SnapshotReader,
+    SnapshotRef,
     WorkerEndpoint,
     WorkerError,
 )
@@ -152,10 +155,13 @@ def serve(endpoint: WorkerEndpoint, spec: WorkerSpec) -> bool:
         cleanup.callback(_close_quietly, endpoint, spec, logger)
         try:
             endpoint.send(Hello.for_this_process(spec.worker_id, spec.role))
-            reader = SnapshotReader(_expect_layout(endpoint.recv(), spec))
-            cleanup.callback(_close_quietly, reader, spec, logger)
-            server = RequestServer(spec, reader.read, logger)
+            # The actor is built before the layout is read (the driver sends it once it has built
+            # its learner): its network and envs get ready meanwhile.
+            weights = _LayoutLater()
+            server = RequestServer(spec, weights.read, logger)
             cleanup.callback(_close_quietly, server, spec, logger)
+            weights.reader = SnapshotReader(_expect_layout(endpoint.recv(), spec))
+            cleanup.callback(_close_quietly, weights.reader, spec, logger)
             logger.info("%s ready (pid %d)", spec.name, os.getpid())
             _serve_requests(endpoint, server)
         except DriverGone:
@@ -165,6 +171,16 @@ def serve(endpoint: WorkerEndpoint, spec: WorkerSpec) -> bool:
             _report_failure(endpoint, spec, exc)
             return False
     return True
+
+
+class _LayoutLater:
+    """Reads snapshots through the reader set once the driver's layout has arrived."""
+
+    reader: SnapshotReader | None = None
+
+    def read(self, ref: SnapshotRef) -> Mapping[str, np.ndarray]:
+        assert self.reader is not None, "requests come after the layout"
+        return self.reader.read(ref)
 
 
 def _close_quietly(resource: Any, spec: WorkerSpec, logger: logging.Logger) -> None:
