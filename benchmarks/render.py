@@ -1,17 +1,25 @@
-"""`python -m benchmarks render`: the wall-clock results page, rendered from committed JSON.
+"""`python -m benchmarks render`: the results pages' figures, rendered from committed JSON.
 
 Runs in: its own process; trains nothing. Reads every `benchmarks/results/*.json` that a
 `pace` or `learning` run wrote (`--json`, or the learning run's `learning.json`, copied here)
-and writes `docs/async_time.md`: per file, its date, machine, commit and command, its `note`
-(what the command does not show, such as the settings the configs had then), then its table as
-the benchmark prints it. `--check` writes nothing and exits 1 when the committed page
-differs from what the files render (the test suite runs it).
+and writes
+
+- `docs/async_time.md`, the whole page: per file, its date, machine, commit and command, its
+  `note` (what the command does not show, such as the settings the configs had then), then its
+  table as the benchmark prints it;
+- the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
+  of that page is written by hand): per learning file the same header, then success and env
+  steps to the threshold per config and pipeline.
+
+`--check` writes nothing and exits 1 when a committed page differs from what the files render
+(the test suite checks the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -23,6 +31,11 @@ from benchmarks.pace import format_rows
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = ROOT / "docs" / "async_time.md"
+RESULTS_PAGE = ROOT / "docs" / "results.md"
+RESULTS_BEGIN = (
+    "<!-- rendered by `python -m benchmarks render` from benchmarks/results/: do not edit -->"
+)
+RESULTS_END = "<!-- end of the rendered section -->"
 INTRO = """# Async against sync: wall-clock time
 
 Rendered by `python -m benchmarks render` from the JSON files in `benchmarks/results/`; do not
@@ -42,10 +55,11 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def _section(name: str, data: dict) -> str:
+def _header(title: str, data: dict) -> list[str]:
+    """A file's title, then its date, machine, torch, commit, command and note."""
     machine = data["machine"]
-    head = [
-        f"## {name}",
+    return [
+        title,
         "",
         f"{data.get('date', 'undated')}; {machine['cpu_model']}, {machine['cores']} cores; "
         f"torch {data['torch']['version']}; commit {data['zeropipe']['commit']}.",
@@ -56,6 +70,10 @@ def _section(name: str, data: dict) -> str:
         "",
         *([data["note"], ""] if data.get("note") else []),
     ]
+
+
+def _section(name: str, data: dict) -> str:
+    head = _header(f"## {name}", data)
     if "pace" in data["sections"]:
         table = format_rows([PaceRow(**row) for row in data["rows"]])
         return "\n".join([*head, table, ""])
@@ -63,19 +81,67 @@ def _section(name: str, data: dict) -> str:
     return "\n".join([*head, format_time_table(rows), "", format_phases(rows), ""])
 
 
+def render_results(page: str) -> str:
+    """`page` (docs/results.md's text) with its marked section rendered from the learning files.
+
+    Raises:
+        ValueError: the page lacks either marker line, or has them out of order.
+    """
+    lines = page.split("\n")
+    if RESULTS_BEGIN not in lines or RESULTS_END not in lines:
+        raise ValueError(f"{RESULTS_PAGE} needs the lines {RESULTS_BEGIN!r} and {RESULTS_END!r}")
+    begin, end = lines.index(RESULTS_BEGIN), lines.index(RESULTS_END)
+    if end < begin:
+        raise ValueError(f"{RESULTS_PAGE}: {RESULTS_END!r} comes before {RESULTS_BEGIN!r}")
+    section = []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        if "learning" in data["sections"]:
+            section += _learning_summary(path.stem, data)
+    return "\n".join([*lines[: begin + 1], "", *section, *lines[end:]])
+
+
+def _learning_summary(name: str, data: dict) -> list[str]:
+    """A learning file's header and one row per config and pipeline: success, env steps."""
+    rows = [LearningRow(**row) for row in data["rows"]]
+    table = [
+        "| config | pipeline | threshold | success | env steps to threshold, median [min–max] |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        steps = row.envsteps_to_threshold
+        spread = (
+            f"{statistics.median(steps):,.0f} [{min(steps):,}–{max(steps):,}]" if steps else "-"
+        )
+        table.append(
+            f"| {Path(row.config).stem} | {row.pipeline} | {row.threshold:g} "
+            f"| {row.successes}/{row.seeds} | {spread} |"
+        )
+    return [*_header(f"### {name}", data), *table, ""]
+
+
+def pages() -> dict[Path, str]:
+    """Each rendered page -> the text it should have."""
+    results = RESULTS_PAGE.read_text() if RESULTS_PAGE.is_file() else ""
+    return {PAGE: render(), RESULTS_PAGE: render_results(results)}
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Write the page, or with --check compare it."""
+    """Write the pages, or with --check compare them."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks render", description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     args = parser.parse_args(argv)
-    text = render()
+    rendered = pages()
     if args.check:
-        if not PAGE.is_file() or PAGE.read_text() != text:
-            print(f"{PAGE} is not what `python -m benchmarks render` makes of {RESULTS}")
+        stale = [p for p, text in rendered.items() if not p.is_file() or p.read_text() != text]
+        for path in stale:
+            print(f"{path} is not what `python -m benchmarks render` makes of {RESULTS}")
+        if stale:
             sys.exit(1)
         return
-    PAGE.write_text(text)
-    print(f"wrote {PAGE}")
+    for path, text in rendered.items():
+        path.write_text(text)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

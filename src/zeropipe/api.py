@@ -25,7 +25,7 @@ from zeropipe.config.overrides import (
 )
 
 # Overrides: {"policy.batch_size": 64}; a list of "KEY=VALUE" strings (the CLI's form, which
-# README examples written before the mapping existed use) is still read.
+# examples written before the mapping existed use) is still read.
 Overrides = Mapping[str, Any] | Sequence[str] | None
 
 if TYPE_CHECKING:

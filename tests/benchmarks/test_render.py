@@ -1,15 +1,44 @@
-"""The wall-clock results page is what `python -m benchmarks render` makes of the committed JSON
-files: a figure on that page cannot be typed by hand or go stale."""
+"""The wall-clock results page, and the rendered section of the results page, are what
+`python -m benchmarks render` makes of the committed JSON files: a figure there cannot be typed by
+hand or go stale."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from benchmarks import render
 
 
 def test_the_committed_page_is_the_rendered_one():
     assert render.PAGE.read_text() == render.render()
+
+
+def test_the_committed_results_page_is_the_rendered_one():
+    page = render.RESULTS_PAGE.read_text()
+    assert page == render.render_results(page)
+
+
+def test_the_check_passes_on_the_committed_pages():
+    render.main(["--check"])  # exits 1 when a page is stale
+
+
+def test_the_results_page_keeps_its_hand_written_text_and_renders_between_the_markers():
+    page = (
+        "# Results\n\nby hand\n"
+        + render.RESULTS_BEGIN
+        + "\nstale\n"
+        + render.RESULTS_END
+        + "\ntail\n"
+    )
+    out = render.render_results(page)
+    assert out.startswith("# Results\n\nby hand\n" + render.RESULTS_BEGIN + "\n")
+    assert out.endswith(render.RESULTS_END + "\ntail\n")
+    assert "stale" not in out
+    assert "| cartpole_muzero | sync | 195 | 8/8 |" in out
+    with pytest.raises(ValueError, match="needs the lines"):
+        render.render_results("# Results without markers\n")
 
 
 def test_each_results_file_names_its_machine_commit_and_command():
@@ -20,3 +49,5 @@ def test_each_results_file_names_its_machine_commit_and_command():
         assert data["machine"]["cores"] and data["zeropipe"]["commit"] and data["date"]
         assert data["command"].startswith("python -m benchmarks ")
         assert f"## {path.stem}" in render.render()
+        if "learning" in data["sections"]:
+            assert f"### {path.stem}" in render.RESULTS_PAGE.read_text()

@@ -5,7 +5,7 @@ env keeps the latent of its previous root; at the next step its *carried child* 
 `recurrent_inference(previous root latent, chosen action)` — the latent the chosen child of the
 previous search had. LightZero's context model instead keeps whatever latent the search's last
 `recurrent_inference` call wrote (the last simulated leaf, whichever branch that was;
-lightzero_facts §1.2.2) — a bug, fixed here by recomputing the chosen child. A family decides how
+`MuZeroContextModel`) — a bug, fixed here by recomputing the chosen child. A family decides how
 the carried child and the fresh observation make the root (`RootCombiner`). The chain restarts
 (no carried child) at an episode start, every `context_length` env steps of that env, and after a
 weight load.

@@ -28,7 +28,7 @@ from zeropipe.models import EfficientZeroNetwork
 
 class EfficientZeroFamilyConfig(MuZeroFamilyConfig):
     """The options of the value-prefix types: the LSTM, and the reference's SSL weight 2 and no
-    entropy term (lightzero_facts §1.1)."""
+    entropy term (LightZero's `efficientzero` defaults)."""
 
     value_prefix: ValuePrefixConfig = Field(
         default_factory=ValuePrefixConfig, description="Value-prefix LSTM settings."
@@ -57,7 +57,7 @@ def value_prefix_targets(rewards: torch.Tensor, horizon: int) -> torch.Tensor:
     k % H == 0, i.e. after step k−1 with (k−1+1) % H == 0 (LightZero learner). The reference buffer
     (`EfficientZeroGameBuffer`) keeps one `horizon_id` counter across the samples of a batch, so
     for every sample after the first its restarts drift away from the learner's; here the restart
-    positions are the same for every sample by construction (the fix of lightzero_facts §1.2.4).
+    positions are the same for every sample by construction (docs/parity.md, efficientzero).
 
     Args:
         rewards: per-step reward targets (0 past the data, masked by the caller).  # [B, K]

@@ -3,11 +3,11 @@
 Runs in: driver. MuZero (Schrittwieser et al. 2020, app. G): the network is unrolled K steps from
 the root latent along the stored actions; each step predicts policy, value and the reward of the
 action taken. Losses are kept per sample ([B]) so that PER importance weights weigh samples, not a
-batch mean (lightzero_facts pitfall 6). Unlike the reference learner, masks are applied: states past
-the stored data contribute nothing, except the absorbing states past a true terminal when the
-inputs carry them (`UnrollInputs.absorbing`, the option `policy.absorbing_terminal`): their value
-target 0 and the reward target 0 of the step into them are kept (MuZero app. G; the reference
-trains its zero padding unmasked).
+batch mean (a batch-mean loss times the mean weight makes PER a no-op). Unlike the reference
+learner, masks are applied: states past the stored data contribute nothing, except the absorbing
+states past a true terminal when the inputs carry them (`UnrollInputs.absorbing`, the option
+`policy.absorbing_terminal`): their value target 0 and the reward target 0 of the step into them are
+kept (MuZero app. G; the reference trains its zero padding unmasked).
 
 How the steps are weighted is `LossWeights.weighting` (the option `policy.loss_weighting`):
 `reference` (LightZero, e.g. `lzero/policy/muzero.py` L465-600 at 9f717c8) sums every step's terms

@@ -1,7 +1,7 @@
 """The muzero_context family: MuZero whose acting roots come from a context of recent steps.
 
 Runs in: any (training is exactly muzero's; the roots are built in collectors and evaluators).
-LightZero `MuZeroContextModel` (lightzero_facts §1.2.2): at an episode start, and every
+LightZero's `MuZeroContextModel.initial_inference`: at an episode start, and every
 `context_length_init` env steps, the root latent is the encoded observation; in between it is the
 dynamics' prediction from the previous root along the action actually taken (the chosen child of
 the previous search — see `carried_roots` for the reference's last-leaf bug fixed here). Works for

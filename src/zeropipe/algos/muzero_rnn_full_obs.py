@@ -2,7 +2,7 @@
 
 Runs in: any (network building and acting state in every process; the loss in the driver).
 LightZero `MuZeroRNNFullObsPolicy` (opendilab/LightZero@9f717c8,
-`lzero/policy/muzero_rnn_full_obs.py`; lightzero_facts §1.2.3): the unroll feeds the dynamics the
+`lzero/policy/muzero_rnn_full_obs.py`): the unroll feeds the dynamics the
 *encoded true* observation of every step (teacher forcing) while the GRU history runs along the
 stored actions; value and policy are read from the true latent with the history, the reward from the
 dynamics' GRU output, and an SSL consistency loss pulls the predicted next latent towards the

@@ -1,14 +1,15 @@
 """The sampled_unizero family: UniZero's transformer world model acting through the sampled search.
 
-Runs in: any (network building and per-env root contexts in every process; the loss in the
-driver). LightZero's `sampled_unizero` (lightzero_facts §6.6): the UniZero world model and its
-teacher-forced loss (`algos/unizero.py`), K sampled actions per node with the `uniform` PUCT
-prior term (`mcts/sampled.py`), and for Box actions (`policy.model.continuous_action_space`) a
-tanh-Gaussian policy head on the observation tokens with a linear action embedding
-(`models/world_model.py`); the policy loss is then the one over the root sampled actions
-(`sampled_losses.continuous_policy_terms`, CE or KL by `policy.sampled.policy_loss_type`; the
-reference's default is KL). Discrete actions keep UniZero's full-A cross-entropy: the search
-scatters the target onto the distinct sampled actions (see `sampled_muzero.py`).
+Runs in: any (network building and per-env root contexts in every process; the loss in the driver).
+LightZero's `sampled_unizero` (`SampledUniZeroGameBuffer`, `SampledUniZeroMCTSCtree`): the UniZero
+world model and its teacher-forced loss (`algos/unizero.py`), K sampled actions per node with the
+`uniform` PUCT prior term (`mcts/sampled.py`), and for Box actions
+(`policy.model.continuous_action_space`) a tanh-Gaussian policy head on the observation tokens with
+a linear action embedding (`models/world_model.py`); the policy loss is then the one over the root
+sampled actions (`sampled_losses.continuous_policy_terms`, CE or KL by
+`policy.sampled.policy_loss_type`; the reference's default is KL). Discrete actions keep UniZero's
+full-A cross-entropy: the search scatters the target onto the distinct sampled actions (see
+`sampled_muzero.py`).
 """
 
 from __future__ import annotations

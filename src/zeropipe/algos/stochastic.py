@@ -22,7 +22,7 @@ Deliberate differences from the reference:
 - The commitment term is per sample (the reference's `MSELoss()`, L273, averages over the batch
   too, so its importance weights multiply a batch mean).
 - The search discounts once per env step; the reference's chance tree applies γ at every node,
-  afterstates included, i.e. γ² per env step (`mcts/`; lightzero_facts §3.6).
+  afterstates included, i.e. γ² per env step (`mcts/`; the reference's `ctree_stochastic_muzero`).
 
 The steps are weighted by `policy.loss_weighting` (the reference's by default: every step 1,
 the gradient of the total scaled by 1/K, L494-495; `appendix_g` is zeropipe's earlier rule), and

@@ -1,9 +1,10 @@
 """Learning targets that need a network: n-step value bootstraps and policy reanalysis.
 
 Runs in: driver. The buffer returns raw windows (rewards already summed and discounted, the frames
-to bootstrap from, masks); this module runs the *target* network over them (lightzero_facts §2.7,
-§2.8, pitfall 11: value targets and reanalysis use the target model in eval mode). It never mutates
-the buffer: reanalysed policy targets come back as a write-back for the caller to apply.
+to bootstrap from, masks); this module runs the *target* network over them (the reference's
+`_compute_target_reward_value` and policy targets: value targets and reanalysis use the target model
+in eval mode). It never mutates the buffer: reanalysed policy targets come back as a write-back for
+the caller to apply.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Runs in: collector, evaluator, driver (reanalysis). A search calls the network once per
 simulation; with a small network almost all of that call is per-op Python and dispatch
-overhead, not arithmetic (issue 26: a 50-simulation, B=8 CartPole search was 22 ms, nearly all
+overhead, not arithmetic (measured: a 50-simulation, B=8 CartPole search was 22 ms, nearly all
 network calls). Tracing `recurrent_inference`, the transition reward and the value's scalar
 conversion into one graph runs the same ops without the Python in between (algos/graphs.py).
 

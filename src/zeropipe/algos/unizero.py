@@ -1,10 +1,10 @@
 """The unizero family: the teacher-forced world-model loss (UniZero, Pu et al. 2024, §3.3).
 
-Runs in: driver. One causal forward over o_0, a_0, …, o_{K-1}, a_{K-1} predicts at each
-observation token the value and policy, and at each action token the reward and the next
-observation's latent, whose target is the *target* network's encoding of o_{k+1} (no gradient).
-Losses are normalised per sample by that sample's own valid steps and weighted per sample by the
-PER importance weights — never a batch mean times the mean weight (lightzero_facts pitfall 6).
+Runs in: driver. One causal forward over o_0, a_0, …, o_{K-1}, a_{K-1} predicts at each observation
+token the value and policy, and at each action token the reward and the next observation's latent,
+whose target is the *target* network's encoding of o_{k+1} (no gradient). Losses are normalised per
+sample by that sample's own valid steps and weighted per sample by the PER importance weights —
+never a batch mean times the mean weight (the reference's fix: `apply_per_sample_is_weights`).
 """
 
 from __future__ import annotations

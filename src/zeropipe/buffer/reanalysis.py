@@ -1,12 +1,11 @@
 """Reanalysis root choice: which stored positions a periodic buffer reanalysis pass refreshes.
 
-Runs in: driver. Follows the reference's `_sample_orig_reanalyze_batch` (lightzero_facts §2.9,
-§9.12): candidates are the oldest `partition` fraction of the segments (partition <= 0.75: the
-newest data was searched with recent weights and gains least), segments are drawn without
-replacement with weights exp(-(100 / num_candidates) * reanalyze_count) so rarely reanalysed
-segments come first, and each chosen segment contributes the positions 0, K, 2K, ... < length.
-Unlike the reference, roots are transition indices (so write-back is per position) and the result
-is trimmed to exactly the requested number of roots.
+Runs in: driver. Follows the reference's `_sample_orig_reanalyze_batch`: candidates are the oldest
+`partition` fraction of the segments (partition <= 0.75: the newest data was searched with recent
+weights and gains least), segments are drawn without replacement with weights exp(-(100 /
+num_candidates) * reanalyze_count) so rarely reanalysed segments come first, and each chosen segment
+contributes the positions 0, K, 2K, ... < length. Unlike the reference, roots are transition indices
+(so write-back is per position) and the result is trimmed to exactly the requested number of roots.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from zeropipe.buffer.sumtree import SumTree
 from zeropipe.buffer.windows import WindowSpec, build_batch, frame_stacks
 
 # Priorities are floored so every stored position stays reachable and IS weights stay finite
-# (the reference adds the same 1e-6 to its probabilities, lightzero_facts §2.3).
+# (the reference adds the same 1e-6 to its probabilities, `GameBuffer._sample_orig_data`).
 MIN_PRIORITY = 1e-6
 _STATE_FORMAT = 1
 

@@ -4,12 +4,12 @@ Runs in: driver. No per-sample Python: every field is an index array [B, ...] bu
 segment offsets, clamped into the stored data, and gathered from the rings by fancy indexing.
 
 Value targets are n-step returns with the terminal/truncation distinction the reference lacks
-(lightzero_facts §2.7, §9.2): for c = pos + k <= n, td = min(T, n - c), the reward sum over
-[c, c+td) is bootstrapped at state c+td with discount^td, unless c+td == n is a true terminal
-(ends_episode and terminated), where the return is Monte-Carlo (discount 0). A time-limit
+(`MuZeroGameBuffer._compute_target_reward_value`): for c = pos + k <= n, td = min(T, n - c), the
+reward sum over [c, c+td) is bootstrapped at state c+td with discount^td, unless c+td == n is a true
+terminal (ends_episode and terminated), where the return is Monte-Carlo (discount 0). A time-limit
 truncation bootstraps from the final observation obs[n]. States past a true terminal (c > n) are
-marked `absorbing` (value_mask stays 0 there): whether they are trained (value and reward 0,
-MuZero app. G) is the family's choice.
+marked `absorbing` (value_mask stays 0 there): whether they are trained (value and reward 0, MuZero
+app. G) is the family's choice.
 """
 
 from __future__ import annotations

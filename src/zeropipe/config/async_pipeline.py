@@ -1,4 +1,4 @@
-"""The async segment pipeline's settings (`policy.async_pipeline`, DESIGN §5, §6).
+"""The async segment pipeline's settings (`policy.async_pipeline`; docs/async.md).
 
 Runs in: any. Names and defaults are the contract.
 
@@ -27,7 +27,7 @@ RENAMED = {
 
 
 class AsyncPipelineConfig(Section):
-    """The async segment pipeline (DESIGN §5, §6). Names and defaults are the contract."""
+    """The async segment pipeline (docs/async.md). Names and defaults are the contract."""
 
     enabled: bool = Field(False, description="Run the async pipeline (CLI: --async-pipeline).")
     num_collector_actors: int = Field(1, ge=1, description="Collector worker processes.")

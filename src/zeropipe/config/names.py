@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from zeropipe.config.experiment import ExperimentConfig
 from zeropipe.config.policy import PolicyConfig, policy_config_class, registered_policy_types
 
-# LightZero key -> what to write instead (README: "Coming from LightZero").
+# LightZero key -> what to write instead (docs/lightzero.md).
 LIGHTZERO_NAMES: dict[str, str] = {
     "observation_shape": "zeropipe reads it from env.env_id; remove it",
     "action_space_size": "zeropipe reads it from env.env_id; remove it",

@@ -56,7 +56,9 @@ class PolicyConfig(Section):
     Validating this base class with a mapping validates the subclass registered for its `type`.
     """
 
-    type: str = Field(DEFAULT_POLICY_TYPE, description="Policy type; see DESIGN §3 for all ten.")
+    type: str = Field(
+        DEFAULT_POLICY_TYPE, description="Policy type, one of the ten in docs/policies/index.md."
+    )
     device: str = Field(
         "cpu",
         pattern=r"^(cpu|cuda(:\d+)?|mps)$",
@@ -68,8 +70,8 @@ class PolicyConfig(Section):
         "(every LightZero tree, its Gumbel tree included: one visit, no value; root value "
         "W/(n+1)) or 'network' (mctx: the network's root value, (v+W)/(n+1)). With |V| large "
         "next to the differences between actions (Acrobot, V ~ -85) 'zero' widens the min-max "
-        "range until the visits follow the prior; measured there, 'network' learns (issue 15 "
-        "notes).",
+        "range until the visits follow the prior; measured there, 'network' learns "
+        "(configs/acrobot_muzero.yaml).",
     )
     tie_break: Literal["random", "first"] = Field(
         "first",
@@ -100,7 +102,8 @@ class PolicyConfig(Section):
         "and the optimizer kept, in float32); 'none': float32; 'auto': bf16 on a CPU with bf16 "
         "instructions (avx512_bf16 or AMX), float32 elsewhere (learner/precision.py). "
         "Measured on such a CPU, learner steps/s against float32: Pong MuZero 1.5-1.6x, "
-        "Acrobot MuZero 1.39x, CartPole MuZero 1.05x; learning: README 'bf16'.",
+        "Acrobot MuZero 1.39x, CartPole MuZero 1.05x; learning: docs/results.md, 'Inference and "
+        "precision'.",
     )
     actor_inference: Literal["frozen", "traced", "eager"] = Field(
         "frozen",
@@ -110,7 +113,8 @@ class PolicyConfig(Section):
         "fails); 'frozen': that graph frozen while the weights stay put (parameters as "
         "constants, batch norms folded into the layer before, weights cast once under "
         "autocast; it follows every weight change); 'eager': module by module. The graph "
-        "skips the per-op Python overhead that dominates small networks (README 'Inference'); "
+        "skips the per-op Python overhead that dominates small networks (docs/results.md, "
+        "'Inference and precision'); "
         "frozen rounds differently from eager, within float32 (or bf16) precision.",
     )
     learner_num_threads: int | None = Field(

@@ -23,7 +23,7 @@ so it in fact runs `uniform`; its sampled_muzero ctree, which sampled_unizero sh
 "uniform" and tests it with `==` (ctree_sampled_muzero/lib/cnode.cpp:1016-1053).)
 
 Root noise with `density` follows the reference's order (`add_exploration_noise`, then the
-UCB's normalisation; lightzero_facts §1.2.5): Dirichlet(α) noise n over the K legal slots is
+UCB's normalisation; `ctree_sampled_muzero`): Dirichlet(α) noise n over the K legal slots is
 mixed into the *unnormalised* sampled priors, (1 − w)·π(a_k) + w·n_k (continuous: the densities
 exp(log π(a_k)), plus 1e-6), and only then normalised over the sampled children. Mixing after
 normalising would give the noise the weight w whatever Σ_k π(a_k) is; before, the noise weighs

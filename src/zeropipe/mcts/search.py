@@ -168,15 +168,15 @@ def _init_roots(
 ) -> None:
     """Sets the root priors and the root's single visit.
 
-    As LightZero's MuZero `Roots.prepare` (the default, `root_visit_value="zero"`): the root
-    counts one visit but no value, so its value is W / (n + 1), shrunk toward 0 by that visit's
-    share, and every backup widens the min-max statistics by γ times that shrunk value. Where
-    |V| is large next to the differences between actions (Acrobot: V ≈ -85, Q differences
-    ≈ 0.1-1) the widening (≈ |V| / (n + 1) ≈ 3.3 at n = 25) flattens the normalised Q and the
-    visits follow the prior (issue 15 notes). LightZero's Gumbel tree does the same (its
-    `CRoots::prepare` adds the visit and keeps the network value only as the raw value for the
-    mixed value). With `root_visit_value="network"` (mctx) that visit carries the network's root
-    value: (v + W) / (n + 1). The raw value is kept either way for Gumbel's mixed value.
+    As LightZero's MuZero `Roots.prepare` (the default, `root_visit_value="zero"`): the root counts
+    one visit but no value, so its value is W / (n + 1), shrunk toward 0 by that visit's share, and
+    every backup widens the min-max statistics by γ times that shrunk value. Where |V| is large next
+    to the differences between actions (Acrobot: V ≈ -85, Q differences ≈ 0.1-1) the widening
+    (≈ |V| / (n + 1) ≈ 3.3 at n = 25) flattens the normalised Q and the visits follow the prior
+    (measured on Acrobot: configs/acrobot_muzero.yaml). LightZero's Gumbel tree does the same (its
+    `CRoots::prepare` adds the visit and keeps the network value only as the raw value for the mixed
+    value). With `root_visit_value="network"` (mctx) that visit carries the network's root value:
+    (v + W) / (n + 1). The raw value is kept either way for Gumbel's mixed value.
     """
     mask = roots.action_mask.astype(np.bool_)
     tree.children_prior[:, ROOT_INDEX] = root_prior(

@@ -13,9 +13,9 @@ teacher-forced unrolls). The reference (opendilab/LightZero@9f717c8,
   from the encoded previous observation along the action taken, and clears it at an episode start
   and every `context_length_init` steps. Here that is `algos/carried_roots.py`: the carried history
   is the chosen child's, which is that same step (the child of the previous root's encoded latent).
-- The search carries the history per node (lightzero_facts §1.2.3). Here a node's latent is the
-  packed (latent, history) pair (`HistoryLayout`), so the one batched search, `NetworkSearch` and
-  reanalysis see the MuZero interface unchanged and a node's history is its own path's.
+- The search carries the history per node (LightZero's `muzero_rnn_full_obs`). Here a node's latent
+  is the packed (latent, history) pair (`HistoryLayout`), so the one batched search, `NetworkSearch`
+  and reanalysis see the MuZero interface unchanged and a node's history is its own path's.
 
 Kept from ours: the encoder is `encoders.build_encoder` (vector or image), the state-action trunk
 before the GRU is our MuZero dynamics g, and `state_norm` min-max normalises latents.

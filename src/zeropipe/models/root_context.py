@@ -4,7 +4,7 @@ Runs in: collector, evaluator. Each env keeps its raw history (the last `context
 observations and the actions before them) and, while the weights are unchanged, its packed
 transformer window. A root step extends a valid window by [a_prev, o]; an invalid one (new weights,
 `invalidate`, never built) is rebuilt from the raw history encoded with the *current* weights, so no
-stale keys/values are ever read (lightzero_facts §9 pitfall 9).
+stale keys/values are ever read (LightZero clears its caches after every weight update instead).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ store and gather it like any other latent (`mcts/search.py` keeps a [N, B, ...] 
 Positions are absolute *within the window* (0 = oldest kept token). When a window would overflow,
 it is rebuilt exactly: the newest tokens are kept, re-positioned from 0 and their keys/values
 recomputed from the raw tokens — no approximate re-basing of cached keys (LightZero's legacy
-`pos_emb_diff` path, lightzero_facts §9 pitfall 10).
+`pos_emb_diff` path).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The async segment pipeline: one driver coroutine, collector and evaluator workers beside it.
 
 Runs in: driver (one asyncio event loop; uvloop when the CLI picks it). The driver owns the learner
-and the replay buffer and is their only mutator (DESIGN §1). Its loop follows the reference driver
-rule by rule (DESIGN §5, lightzero_facts §0.4): collect results → push + evict → one train budget
-per collect; learner steps in chunks of `max_train_chunk_steps`, yielding to messages between
-steps; snapshots published by the weight-sync rule; backpressure on the budget queue only once the
-buffer is trainable; evaluation of immutable snapshots every `eval_freq` iterations. The workers
-and the published weights are the configured backend's (backend.py: processes + shared memory, or
-Ray actors + Ray's object store).
+and the replay buffer and is their only mutator (docs/design.md, 'Processes and ownership'). Its
+loop follows the reference driver rule by rule (LightZero's `_run_async_driver`; docs/async.md):
+collect results → push + evict → one train budget per collect; learner steps in chunks of
+`max_train_chunk_steps`, yielding to messages between steps; snapshots published by the weight-sync
+rule; backpressure on the budget queue only once the buffer is trainable; evaluation of immutable
+snapshots every `eval_freq` iterations. The workers and the published weights are the configured
+backend's (backend.py: processes + shared memory, or Ray actors + Ray's object store).
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
 `asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 # tensorboardX and torch._dynamo are imported with this module, not at first use: building the
 # learner imports torch._dynamo (the torch.optim constructor does, pulling sympy: ~2 s) and the run
 # directory imports tensorboardX. On the heavy thread those imports held the GIL in stretches of
-# 80-300 ms while the host's loop waited (issue 13); here the embedder pays them at import time.
+# 80-300 ms while the host's loop waited; here the embedder pays them at import time.
 import tensorboardX  # noqa: F401
 import torch
 import torch._dynamo
@@ -155,7 +155,7 @@ async def _drive(
 
 def run_labels(cfg: ExperimentConfig, pipeline: str) -> dict[str, str]:
     """The labels of the status endpoint's run-info metric (the installed package's version:
-    the pipeline does not import the package's top, DESIGN §2)."""
+    the pipeline does not import the package's top: docs/design.md, 'Packages')."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

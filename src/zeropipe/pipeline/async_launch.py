@@ -2,8 +2,8 @@
 
 Runs in: driver (event-loop thread; copying weights into a snapshot runs on the driver's heavy
 thread, awaited). `AsyncRun` (async_loop.py) holds one `Launcher`: what to launch, when, and which
-snapshot it gets (DESIGN §5: weight sync, backpressure, eval), and the bookkeeping of the requests
-in flight, which a reply, a worker's death or its request's deadline (deadline.py) settles.
+snapshot it gets (weight sync, backpressure, eval: docs/async.md), and the bookkeeping of the
+requests in flight, which a reply, a worker's death or its request's deadline (deadline.py) settles.
 """
 
 from __future__ import annotations

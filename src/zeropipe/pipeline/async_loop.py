@@ -64,7 +64,7 @@ def _decoded(worker: str, msg: CollectResult) -> CollectOutcome:
 
 
 class AsyncRun:
-    """State and rules of one async run (DESIGN §5)."""
+    """State and rules of one async run (docs/async.md)."""
 
     def __init__(
         self,

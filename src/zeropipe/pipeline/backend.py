@@ -1,7 +1,7 @@
-"""The backend seam (DESIGN §3a): what the async driver needs from its workers and its weights.
+"""The backend seam: what the async driver needs from its workers and its weights.
 
-Runs in: driver (event-loop thread). The driver's rules (async_loop.py, async_launch.py) are
-written once against two small interfaces:
+Runs in: driver (event-loop thread). The driver's rules (async_loop.py, async_launch.py) are written
+once against two small interfaces (docs/design.md, 'The two seams'):
 
 - a **worker backend** starts the collectors and evaluators, says which are idle, submits a
   request naming a weights version, delivers *one stream* of results and failures — the inbox

@@ -1,10 +1,11 @@
 """The driver's one heavy-work thread: learner steps, buffer work, decoding and checkpoint writes.
 
 Runs in: driver. One `ThreadPoolExecutor` with a single thread, owned by one driver. The driver
-coroutine hands it one job at a time and awaits it, so buffer and learner still have a single
-owner (DESIGN §1): while a job runs the driver is suspended at its `await`, and no other task
-touches them; between jobs the driver reads them on the loop thread. The event loop meanwhile
-serves everything else in the process (pipe readers, an embedding app, the status endpoint).
+coroutine hands it one job at a time and awaits it, so buffer and learner still have a single owner
+(docs/design.md, 'Processes and ownership'): while a job runs the driver is suspended at its
+`await`, and no other task touches them; between jobs the driver reads them on the loop thread. The
+event loop meanwhile serves everything else in the process (pipe readers, an embedding app, the
+status endpoint).
 
 Cancellation abandons the *wait*, never half a job: a job that already started finishes on the
 thread, and whatever is submitted next (the final checkpoint) queues behind it on the same thread.

@@ -1,9 +1,9 @@
 """A run's output directory: resolved config, metrics (JSONL + TensorBoard), text log, checkpoints.
 
-Runs in: driver. Layout (DESIGN §7): `<exp_name>/config.yaml`, `log/metrics.jsonl` and
-TensorBoard event files in `log/` (metrics_log.py, scalar_sinks.py), `log/train.log`
-(text_log.py), `ckpt/` with `ckpt_best.pth.tar`, periodic `iteration_<N>.pth.tar` and the
-resumable `ckpt_latest.pth.tar` (plus `ckpt_latest.prev.pth.tar`, the one before it).
+Runs in: driver. Layout (docs/guide/training.md, 'Outputs of a run'): `<exp_name>/config.yaml`,
+`log/metrics.jsonl` and TensorBoard event files in `log/` (metrics_log.py, scalar_sinks.py),
+`log/train.log` (text_log.py), `ckpt/` with `ckpt_best.pth.tar`, periodic `iteration_<N>.pth.tar`
+and the resumable `ckpt_latest.pth.tar` (plus `ckpt_latest.prev.pth.tar`, the one before it).
 
 Run-directory policy: a new run **refuses** an `exp_name` that already holds files, with a
 message naming `--resume` (continue that run) and `--set exp_name=...` (start another). It never

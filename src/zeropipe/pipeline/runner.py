@@ -3,7 +3,8 @@
 Runs in: driver (the async driver calls `open_run`, `learner_step` and `finish_training` on its
 heavy thread, `close_run` on the event-loop thread). The sync driver (sync.py) and the async one
 (async_driver.py, async_loop.py) differ in *who runs what, and when*; what a run is made of, how a
-learner step is taken and logged, and how a run ends are written here once (DESIGN §1, §5).
+learner step is taken and logged, and how a run ends are written here once (docs/design.md,
+docs/async.md).
 
 The `train` metrics line is the same in both pipelines: the learner metrics averaged over the steps
 since the last line, `learner_steps`, `learner_steps_per_busy_s`, `learner_steps_per_s` (over this

@@ -2,7 +2,7 @@
 train budgets, reanalysis timing, trainability, weight sync.
 
 Runs in: driver. Pure functions of counters, so the sync and async drivers apply the very same
-rules (lightzero_facts §0.4) and tests can check them as tables.
+rules (the reference's `_run_async_driver`) and tests can check them as tables.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def is_trainable(
 def should_publish(
     current: int, last_published: int | None, weight_sync_interval: int, max_policy_lag: int
 ) -> bool:
-    """Publish a new snapshot of version `current`? (lightzero_facts §0.4, §8.1.)
+    """Publish a new snapshot of version `current`? (The reference's `_run_async_driver`.)
 
     Always when nothing was published; when the gap reaches `weight_sync_interval`; else only if
     the lag would exceed a non-negative `max_policy_lag` (a negative lag never forces).

@@ -1,7 +1,7 @@
 """How many torch threads the learner's process gets: chosen once per run, from the model and
 the cores, and kept across `--resume`.
 
-Runs in: driver. Measured on a 2-core machine (issue 26): with torch's default of one thread per
+Runs in: driver. Measured on a 2-core machine: with torch's default of one thread per
 core, the CartPole MuZero learner (an MLP, ~50 ms a step) ran 3.7x slower per step as soon as one
 other process wanted a core, and 30-50x slower beside two niced processes, while one thread ran
 at its full speed alone and beside them. Every op of a small model is so short that the

@@ -2,7 +2,7 @@
 
 Runs in: collector. The trajectory lives as long as the collector, so a segment that is still
 filling when one collect call returns is continued by the next call (the reference dropped such
-partial segments, lightzero_facts pitfall 14). A segment is emitted once its successor has K+T
+partial segments). A segment is emitted once its successor has K+T
 transitions to pad it with, or when the episode ends. A new episode starts from its *reset*
 observation, with the history frames filled by copies of it (the reference seeded the new
 segment with the previous episode's terminal frames).
