@@ -13,10 +13,12 @@ rounds, and compare medians: this machine's speed drifts by tens of percent with
 With --split it then prints, per B, where a search's time goes per simulation (µs): `model` (the
 network's step: the traced graph, value and reward decoding included, or the eager network
 calls), `decode` (eager only: support logits to scalars), `glue` (the model step's own Python:
-numpy<->torch conversions, output objects), `tree` (the numba kernels) and `loop` (the rest: the
-search loop's Python, the latent store). Each part is timed exclusively of the parts it calls, by
-wrapping them, which adds about a microsecond per wrapped call; the total is the instrumented
-search's, so it runs a little above the plain figure.
+numpy<->torch conversions, output objects), `tree` (the numba kernels and their call), `store`
+(gathering the parents' latents and storing the new ones, where the checkout has a `LatentStore`;
+before, that was part of `loop`) and `loop` (the rest: the search loop's Python, and once per
+search the root's network call and the tree's set-up and output). Each part is timed
+exclusively of the parts it calls, by wrapping them, which adds about a microsecond per wrapped
+call; the total is the instrumented search's, so it runs a little above the plain figure.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def split(mode: str) -> dict[int, dict[str, float]]:
     """µs per simulation by part (see the module docstring) at B = 3, 8, 64."""
     import zeropipe.algos.network_search as network_search
     import zeropipe.mcts.search as mcts_search
+    import zeropipe.mcts.simulate as mcts_simulate
     from zeropipe.algos.graphs import FrozenGraph
 
     torch.set_num_threads(1)
@@ -123,7 +126,15 @@ def split(mode: str) -> dict[int, dict[str, float]]:
         _patch(net_class, "transition_reward", clock, "model", undo)
         _patch(network_search, "_scalar", clock, "decode", undo)
         _patch(network_search.NetworkSearch, "_recurrent", clock, "glue", undo)
-        _patch(mcts_search, "simulation_step", clock, "tree", undo)
+        kernel_call = getattr(mcts_simulate, "KernelCall", None)
+        if kernel_call is not None:  # wrapping the kernel itself would defeat its entry point
+            _patch(kernel_call, "__call__", clock, "tree", undo)
+        else:
+            _patch(mcts_search, "simulation_step", clock, "tree", undo)
+        store = getattr(mcts_search, "LatentStore", None)
+        if store is not None:
+            _patch(store, "gather", clock, "store", undo)
+            _patch(store, "put", clock, "store", undo)
         _patch(network_search.NetworkSearch, "search", clock, "loop", undo)
         repeats = max(10, 400 // batch)
         try:
@@ -143,7 +154,7 @@ if __name__ == "__main__":
     chosen = args[0] if args else "default"
     print(" ".join(f"{ms:.2f}" for ms in main(chosen)))
     if "--split" in sys.argv:
-        labels = ("model", "decode", "glue", "tree", "loop", "total")
+        labels = ("model", "decode", "glue", "tree", "store", "loop", "total")
         print("µs per simulation  B  " + " ".join(f"{k:>7}" for k in labels))
         for b, part in split(chosen).items():
             row = " ".join(f"{part.get(k, 0.0):7.1f}" for k in labels)

@@ -151,8 +151,10 @@ class NetworkSearch:
     ) -> StepOutput:
         """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
         two-kind `search_step` (afterstates from states, states from afterstates)."""
-        dtype = np.float32 if np.issubdtype(actions.dtype, np.floating) else np.int64
-        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype)).to(self.device)
+        dtype = np.float32 if actions.dtype.kind == "f" else np.int64
+        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
+        if self.device.type != "cpu":
+            action = action.to(self.device)
         if from_chance is None and self.traced is not None:
             step = self.traced(latent, action)
             if step is not None:
