@@ -50,8 +50,7 @@ class _PlainStore(LatentStore):
     """The store as a tensor indexed by torch (the path a GPU takes)."""
 
     def __init__(self, root: torch.Tensor, num_nodes: int) -> None:
-        super().__init__(root, num_nodes)
-        self.array = None
+        super().__init__(root, num_nodes, allow_numpy=False)
 
 
 class _DispatchedCall(KernelCall):

@@ -24,18 +24,20 @@ class LatentStore:
     Args:
         root: [B, *latent] the roots' latents (node 0 of every tree).
         num_nodes: N, the nodes per tree.
+        allow_numpy: False keeps a CPU store a tensor indexed by torch, as on a GPU.
     """
 
-    def __init__(self, root: torch.Tensor, num_nodes: int) -> None:
+    def __init__(self, root: torch.Tensor, num_nodes: int, allow_numpy: bool = True) -> None:
         root = root.detach()
         batch_size = root.shape[0]
         self.device = root.device
-        self.on_numpy = root.device.type == "cpu" and root.dtype in _NUMPY_DTYPES
+        cpu = root.device.type == "cpu" and root.dtype in _NUMPY_DTYPES
+        self.on_numpy = allow_numpy and cpu
         self.tensor = root.new_empty((num_nodes, *root.shape))  # [N, B, *latent]
         self.tensor[0] = root
         self.array = self.tensor.numpy() if self.on_numpy else None  # the same memory
         self.rows = np.arange(batch_size)
-        self._rows = torch.arange(batch_size, device=root.device)
+        self._rows = None if self.on_numpy else torch.arange(batch_size, device=root.device)
 
     def gather(self, parents: np.ndarray) -> torch.Tensor:
         """[B, *latent] the latent of node `parents[b]` of every tree b ([B] int64)."""
