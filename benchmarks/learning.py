@@ -401,8 +401,8 @@ def _parser() -> argparse.ArgumentParser:
         "--eval-episodes",
         type=int,
         default=16,
-        help="episodes per eval, all at once (env.n_evaluator_episode and env.evaluator_env_num;"
-        " default 16: three seeded episodes judge a policy poorly). 0: the configs' own",
+        help="episodes per eval, all at once (env.n_evaluator_episode; default 16: three "
+        "seeded episodes judge a policy poorly). 0: the configs' own",
     )
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     parser.add_argument(
@@ -427,9 +427,7 @@ def main(argv: list[str] | None = None) -> None:
     _fill_defaults(args)
     header = describe_run({"learning": args.configs})  # at the start: the commit that ran
     if args.eval_episodes:  # first, so that a --set of the same key wins
-        n = args.eval_episodes
-        eval_set = [f"env.n_evaluator_episode={n}", f"env.evaluator_env_num={n}"]
-        args.overrides = eval_set + args.overrides
+        args.overrides = [f"env.n_evaluator_episode={args.eval_episodes}", *args.overrides]
     out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
     specs = [
         RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")

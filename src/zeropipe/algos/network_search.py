@@ -151,8 +151,10 @@ class NetworkSearch:
     ) -> StepOutput:
         """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
         two-kind `search_step` (afterstates from states, states from afterstates)."""
-        dtype = np.float32 if np.issubdtype(actions.dtype, np.floating) else np.int64
-        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype)).to(self.device)
+        dtype = np.float32 if actions.dtype.kind == "f" else np.int64
+        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
+        if self.device.type != "cpu":
+            action = action.to(self.device)
         if from_chance is None and self.traced is not None:
             step = self.traced(latent, action)
             if step is not None:
@@ -185,12 +187,24 @@ def _scalar(logits: torch.Tensor, support) -> np.ndarray:
 
 @torch.no_grad()
 def root_inference(
-    search: NetworkSearch, roots: RootSource, frames: np.ndarray, prev_actions: np.ndarray
+    search: NetworkSearch,
+    roots: RootSource,
+    frames: np.ndarray,
+    prev_actions: np.ndarray,
+    env_ids: list[int] | None = None,
 ) -> NetworkOutput:
-    """Root outputs of every env [B] from its stacked frames and the action that led there."""
+    """Root outputs [B] from stacked frames [B, S, *frame] and the action that led to each.
+
+    Args:
+        search: the search whose network and device are used.
+        roots: the per-env root state.
+        frames: [B, S, *frame] stacked observations, row i for env `env_ids[i]`.
+        prev_actions: [B] (or [B, D]) the action each env took to get here; -1 at a start.
+        env_ids: which env each row is (None: row i is env i).
+    """
     eval_mode(search.network)
-    env_ids = list(range(frames.shape[0]))
-    return roots.root(search.inputs(frames), env_ids, prev_actions.tolist())
+    ids = list(range(frames.shape[0])) if env_ids is None else env_ids
+    return roots.root(search.inputs(frames), ids, prev_actions.tolist())
 
 
 def load_weights(network: Network, roots: RootSource, state_dict) -> None:

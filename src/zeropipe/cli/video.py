@@ -41,15 +41,16 @@ class FirstEpisodeRecorder:
         self.actions: list[Any] = []  # an int (discrete) or a float array (continuous) each
         self.episode_return: float | None = None
         self._recording = False
+        self._started = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._envs, name)
 
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
-        """Reset every env and start recording env 0 afresh."""
-        self.actions.clear()
-        self.episode_return = None
-        self._recording = True
+        """Reset every env; the first reset starts recording env 0 (an evaluation that plays its
+        episodes in rounds resets again; env 0's first game is episode 0 all the same)."""
+        if not self._started:
+            self._started = self._recording = True
         return self._envs.reset()
 
     def step(self, actions: np.ndarray) -> BatchStep:

@@ -26,8 +26,18 @@ class EnvConfig(Section):
         "minatar.gym:register_envs, with env_id MinAtar/Breakout-v1).",
     )
     collector_env_num: int = Field(8, ge=1, description="Envs stepped together by one collector.")
-    evaluator_env_num: int = Field(3, ge=1, description="Envs stepped together by one evaluator.")
-    n_evaluator_episode: int = Field(3, ge=1, description="Episodes per evaluation.")
+    evaluator_env_num: int | None = Field(
+        None,
+        ge=1,
+        description="The most envs one evaluation steps together (None: all of them). Each "
+        "episode of an evaluation has its own env (episode k seeded from the evaluator's seed "
+        "+ k) and they are searched as one batch; with a bound below n_evaluator_episode the "
+        "episodes play in rounds of this many. LightZero's key is the size of its eval env "
+        "manager, which plays n_evaluator_episode episodes in per-env quotas.",
+    )
+    n_evaluator_episode: int = Field(
+        3, ge=1, description="Episodes per evaluation, played together (see evaluator_env_num)."
+    )
     stop_value: float = Field(
         1e9, description="Stop the run once an eval reward_mean reaches this value."
     )

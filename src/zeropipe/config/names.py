@@ -46,9 +46,10 @@ LIGHTZERO_NAMES: dict[str, str] = {
     "and sampled_efficientzero: the value-prefix LSTM); the other types have no LSTM to size",
     "res_connection_in_dynamics": "use policy.model.dynamics_residual",
     "collector_env_num": "use env.collector_env_num",
-    "evaluator_env_num": "use env.evaluator_env_num",
-    "manager": "not needed: there is no DI-engine env manager; each collector and evaluator "
-    "steps env.collector_env_num / env.evaluator_env_num envs itself; remove it",
+    "evaluator_env_num": "use env.evaluator_env_num (here only a bound: an evaluation's "
+    "episodes play together, one env each; or remove it)",
+    "manager": "not needed: there is no DI-engine env manager; each collector steps "
+    "env.collector_env_num envs itself and each evaluator one env per episode; remove it",
     "discrete_action_encoding_type": "not needed: a discrete action always enters the dynamics "
     "one-hot (LightZero's 'one_hot'); remove it",
     "create_config": "not needed: policy.type and env.env_id pick the policy and env "

@@ -15,7 +15,6 @@ seed drawn from the search's generator (`selection.break_tie`).
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from zeropipe.mcts.contract import (
     RecurrentFn,
@@ -25,10 +24,11 @@ from zeropipe.mcts.contract import (
     StepOutput,
 )
 from zeropipe.mcts.halving import root_considered_visits
+from zeropipe.mcts.latent_store import LatentStore
 from zeropipe.mcts.noise import root_prior
 from zeropipe.mcts.sampled import SampledSlots
 from zeropipe.mcts.selection import CHANCE, GUMBEL, LOW_LOGIT, PUCT, SearchParams
-from zeropipe.mcts.simulate import chance_simulation_step, simulation_step
+from zeropipe.mcts.simulate import KernelCall, chance_simulation_step, simulation_step
 from zeropipe.mcts.tree import ROOT_INDEX, Tree, allocate_tree
 
 
@@ -96,18 +96,15 @@ def run_search(
     params = search_params(cfg, rule)
     if params.random_ties:
         tree.tie_seed[0] = rng.integers(2**63, dtype=np.uint64)
-    latent = roots.latent.detach()
-    # [N, B, *latent_shape]: node s + 1 of every tree is written by simulation s.
-    store = latent.new_empty((num_simulations + 1, *latent.shape))
-    store[ROOT_INDEX] = latent
-    batch_index = torch.arange(batch_size, device=latent.device)
+    # node s + 1 of every tree is written by simulation s
+    store = LatentStore(roots.latent, num_simulations + 1)
+    kernel = KernelCall(chance_simulation_step if rule == CHANCE else simulation_step, tree)
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
-    _advance(tree, params, rule, ROOT_INDEX, None, True, parents, actions)
+    _advance(kernel, tree, params, rule, ROOT_INDEX, None, True, parents, actions)
     rows = np.arange(batch_size)
     for sim in range(num_simulations):
-        parent_nodes = torch.from_numpy(parents).to(latent.device)  # a copy on GPU, a view on CPU
-        parent_latents = store[parent_nodes, batch_index]
+        parent_latents = store.gather(parents)
         # A copy of the actions: the model may keep them, and _advance rewrites `actions`.
         if rule == CHANCE:
             from_chance = tree.node_is_chance[rows, parents]  # [B]
@@ -119,8 +116,9 @@ def run_search(
             step = slots.expand(sim + 1, step)
         else:
             step = recurrent_fn(parent_latents, actions.copy())
-        store[sim + 1] = step.latent.detach()
-        _advance(tree, params, rule, sim + 1, step, sim + 1 < num_simulations, parents, actions)
+        store.put(sim + 1, step.latent)
+        traverse = sim + 1 < num_simulations
+        _advance(kernel, tree, params, rule, sim + 1, step, traverse, parents, actions)
     return _root_output(tree, cfg.discount, num_actions, rule == CHANCE)
 
 
@@ -197,6 +195,7 @@ def _init_roots(
 
 
 def _advance(
+    kernel: KernelCall,
     tree: Tree,
     params: SearchParams,
     rule: int,
@@ -208,7 +207,8 @@ def _advance(
 ) -> None:
     """Expands `step` as node `leaf` and backs it up (nothing when `step` is None, before the first
     simulation), then, if `traverse`, writes the next edges into `parents` and `actions` ([B]),
-    selecting with the descent `rule`.
+    selecting with the descent `rule`. Every argument of `kernel` keeps its type across the
+    search's calls (`KernelCall` relies on it): the step's outputs become float32 C arrays here.
     """
     batch_size, num_actions = tree.root_legal.shape
     if step is None:
@@ -220,19 +220,7 @@ def _advance(
         logits = _as_array(
             step.policy_logits, (batch_size, num_actions), "StepOutput.policy_logits"
         )
-    step_kernel = chance_simulation_step if rule == CHANCE else simulation_step
-    step_kernel(
-        leaf,
-        rewards,
-        values,
-        logits,
-        params,
-        rule,
-        traverse,
-        parents,
-        actions,
-        *tree,
-    )
+    kernel(leaf, rewards, values, logits, params, rule, traverse, parents, actions)
 
 
 def _as_array(values: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:

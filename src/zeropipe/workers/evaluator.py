@@ -19,7 +19,7 @@ import torch
 
 from zeropipe.algos.network_search import load_weights, root_inference
 from zeropipe.algos.registry import actor_search
-from zeropipe.config import ExperimentConfig
+from zeropipe.config import EnvConfig, ExperimentConfig
 from zeropipe.envs import EnvBatch
 from zeropipe.mcts import ActingParams
 from zeropipe.models import Network
@@ -41,7 +41,14 @@ _EVAL = ActingParams("eval")
 
 
 class Evaluator:
-    """Owns `evaluator_env_num` eval-mode envs and an eval-mode network copy.
+    """Plays an evaluation's episodes together, one env each, with an eval-mode network copy.
+
+    Episode k of an evaluation is played by its own env, seeded ``seed + k``, so the episodes of
+    one evaluation step as one batch and its search runs at B = n_evaluator_episode: an
+    evaluation costs about one episode's searches. `env.evaluator_env_num`, when set, bounds the
+    batch: the episodes then play in rounds of that many (episode k still seeded ``seed + k``).
+    A finished episode's env is no longer searched; it idles (stepped with a legal action, its
+    outcome ignored) until the round's last episode ends.
 
     Args:
         cfg: the experiment config.
@@ -56,10 +63,10 @@ class Evaluator:
         p = cfg.policy
         self.cfg = cfg
         self.seed = seed
-        self.envs = EnvBatch(cfg.env, cfg.env.evaluator_env_num, "eval", seed)
-        n_env = self.envs.num_envs
+        self.num_episodes = cfg.env.n_evaluator_episode
+        self.envs = EnvBatch(cfg.env, eval_batch_size(cfg.env), "eval", seed)
         self.search, self.roots = actor_search(
-            p, network, len(self.envs.spec.frame_shape), n_env, device
+            p, network, len(self.envs.spec.frame_shape), self.envs.num_envs, device
         )
         self.search_cfg = p.search_config(p.eval_num_simulations or p.num_simulations)
         self.policy_version = -1
@@ -74,44 +81,20 @@ class Evaluator:
 
         Args:
             progress: called after every step with (episodes done, episodes, env steps).
+
+        Returns:
+            The outcome; `episode_returns[k]` is episode k's (seeded ``seed + k``).
         """
         start = time.perf_counter()
-        n_env = self.envs.num_envs
-        quota = _quotas(self.cfg.env.n_evaluator_episode, n_env)
-        self.envs.reseed(self.seed)
-        frames, masks = self.envs.reset()
-        for i in range(n_env):
-            self.roots.reset(i)
-        prev_actions = np.full(n_env, -1, dtype=np.int64)
-        stacks = [
-            deque([f] * self.cfg.env.frame_stack, maxlen=self.cfg.env.frame_stack) for f in frames
-        ]
-        returns: list[float] = []
-        done_count = np.zeros(n_env, dtype=np.int64)
         rng = np.random.default_rng(self.seed)  # the same draws in every evaluation
+        returns: list[float] = []
         steps = 0
-        while (done_count < quota).any():
-            obs = np.stack([np.stack(s) for s in stacks])
-            root = root_inference(self.search, self.roots, obs, prev_actions)
-            result = self.search.search_from(root, masks, self.search_cfg, rng, _EVAL)
-            actions = result.output.action
-            step = self.envs.step(actions)
-            prev_actions = actions.copy()
-            self.roots.tick(1)  # the family's periodic cache clearing, as in collection
-            steps += int((done_count < quota).sum())
-            masks = step.action_masks.copy()
-            for i in range(n_env):
-                stacks[i].append(step.frames[i])
-                if i in step.reset_frames:
-                    stacks[i].extend([step.reset_frames[i]] * self.cfg.env.frame_stack)
-                    masks[i] = step.reset_action_masks[i]
-                    prev_actions[i] = -1
-                    self.roots.reset(i)
-                if i in step.episode_returns and done_count[i] < quota[i]:
-                    returns.append(float(step.episode_returns[i]))
-                    done_count[i] += 1
-            if progress is not None:
-                progress(len(returns), int(quota.sum()), steps)
+        width = self.envs.num_envs
+        for first in range(0, self.num_episodes, width):
+            count = min(width, self.num_episodes - first)
+            round_returns, round_steps = self._play_round(first, count, rng, progress, steps)
+            returns.extend(round_returns)
+            steps += round_steps
         mean = float(np.mean(returns))
         return EvalOutcome(
             reward_mean=mean,
@@ -122,13 +105,67 @@ class Evaluator:
             duration_s=time.perf_counter() - start,
         )
 
+    def _play_round(
+        self,
+        first: int,
+        count: int,
+        rng: np.random.Generator,
+        progress: Callable[[int, int, int], None] | None,
+        steps_before: int,
+    ) -> tuple[list[float], int]:
+        """Episodes first..first+count-1 on envs 0..count-1, one each, searched as one batch
+        that shrinks as they end. Returns their returns (in episode order) and env steps."""
+        n_env, frame_stack = self.envs.num_envs, self.cfg.env.frame_stack
+        self.envs.reseed(self.seed + first)
+        frames, masks = self.envs.reset()
+        for i in range(n_env):
+            self.roots.reset(i)
+        actions = _idle_actions(self.envs, masks)  # [n] or [n, D]
+        prev_actions = np.full_like(actions, -1)  # -1: an episode start
+        stacks = [deque([f] * frame_stack, maxlen=frame_stack) for f in frames]
+        returns: list[float | None] = [None] * count
+        live = np.arange(count)  # envs whose episode is still being played
+        steps = 0
+        while live.size:
+            ids = live.tolist()
+            obs = np.stack([np.stack(stacks[i]) for i in ids])
+            root = root_inference(self.search, self.roots, obs, prev_actions[live], ids)
+            result = self.search.search_from(root, masks[live], self.search_cfg, rng, _EVAL)
+            actions[live] = result.output.action
+            step = self.envs.step(actions)
+            prev_actions[live] = result.output.action
+            self.roots.tick(1)  # the family's periodic cache clearing, as in collection
+            steps += live.size
+            masks = step.action_masks.copy()
+            for i, reset_mask in step.reset_action_masks.items():
+                masks[i] = reset_mask  # an ended env auto-reset: what is legal for its idling
+            for i in ids:
+                stacks[i].append(step.frames[i])
+                if i in step.episode_returns:
+                    returns[i] = float(step.episode_returns[i])
+            live = np.array([i for i in ids if returns[i] is None], dtype=np.int64)
+            idle = np.setdiff1d(np.arange(n_env), live)
+            actions[idle] = _idle_actions(self.envs, masks)[idle]
+            if progress is not None:
+                done = first + sum(r is not None for r in returns)
+                progress(done, self.num_episodes, steps_before + steps)
+        return [float(r) for r in returns if r is not None], steps
+
     def close(self) -> None:
         """Close the envs."""
         self.envs.close()
 
 
-def _quotas(n_episode: int, n_env: int) -> np.ndarray:
-    """Episodes per env: n // env each, the remainder to the first envs (reference balance)."""
-    quota = np.full(n_env, n_episode // n_env, dtype=np.int64)
-    quota[: n_episode % n_env] += 1
-    return quota
+def eval_batch_size(env: EnvConfig) -> int:
+    """Envs an evaluator steps together: every episode of an evaluation at once, or
+    `env.evaluator_env_num` when that is set and smaller."""
+    bound = env.evaluator_env_num or env.n_evaluator_episode
+    return min(env.n_evaluator_episode, bound)
+
+
+def _idle_actions(envs: EnvBatch, masks: np.ndarray) -> np.ndarray:
+    """An action buffer for every env, holding a legal action for envs whose episode is over
+    (their steps are ignored): the first legal action, or zeros for continuous actions."""
+    if envs.spec.continuous:
+        return np.zeros((envs.num_envs, envs.spec.action_dim), dtype=np.float32)
+    return masks.argmax(axis=1).astype(np.int64)
