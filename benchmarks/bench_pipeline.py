@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zeropipe.pipeline.phases import PHASES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -67,7 +69,9 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
     publish_s = [e["publish_s"] for e in inside if e["event"] == "publish"]
     first = collects[0] if collects else None
     steady_s = window_s - first["time_s"] if first else 0.0
+    trains = [e for e in inside if e["event"] == "train"]
     return {
+        **_phases(trains[-1] if trains else None),
         "envstep": last["envstep"],
         "train_iter": max(e["train_iter"] for e in inside),
         "envstep_per_s": last["envstep"] / window_s,
@@ -79,6 +83,15 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
         "publish_ms": 1e3 * sum(publish_s) / len(publish_s) if publish_s else None,
         "best_eval": max(evals) if evals else None,
     }
+
+
+def _phases(train: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's seconds by phase and the learner's busy fraction at its last train line in the
+    window (pipeline/phases.py); empty before the first learner step."""
+    if train is None:
+        return {}
+    phases = {p: train[f"{p}_s_total"] for p in PHASES}
+    return {"phase_s": phases, "learner_busy_fraction": train["learner_busy_fraction"]}
 
 
 def bench_pipeline(

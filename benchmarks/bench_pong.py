@@ -1,25 +1,28 @@
 """Pong pipeline figures: sync vs async over the same wall window, replay storage, env stepping.
 
-Three tables, for `configs/pong_muzero.yaml` and `configs/pong_unizero.yaml` (issue 14):
+Three tables, for the Pong configs (`configs/pong_*.yaml`):
 
-- pipeline: env steps/s and learner steps/s of the sync pipeline and of the async one (2 collector
-  workers + 1 evaluator) over the same wall window, through the real CLI (`bench_pipeline._run`),
-  and the async/sync ratios;
+- pipeline: env steps/s and learner steps/s of the sync pipeline and of the async one (the
+  config's workers, or `--collectors N`) over the same wall window, through the real CLI
+  (`bench_pipeline._run`), the async/sync ratios, and each run's seconds by phase and learner busy
+  fraction at its last learner step in the window (what explains the ratio); `--json` writes the
+  pipeline rows with the machine header;
 - replay: bytes per stored transition (`ReplayBuffer.nbytes()` over its transitions) and frames
   stored per transition (frame rows a segment brings, `len(obs)`, over its own transitions; frames
-  are stored once, not once per stack: the issue wants at most 1.1), after a few real collects;
+  are stored once, not once per stack), after a few real collects;
 - env stepping: env steps/s of a collector's `EnvBatch` alone (random actions) and of
   `Collector.collect` (8 envs, the config's search), in-process.
 
-Not in the default `make bench` set: at the default 240 s window a side it takes about 20 minutes.
-Run it with ``python -m benchmarks pong`` or ``python -m benchmarks.bench_pong --window-s 60``;
-`--set`, `--muzero-set` and `--unizero-set` pass overrides (e.g. ``policy.device=cuda``) to the
-runs, as `benchmarks/gpu_pong.sh` does.
+Not in the default `make bench` set: at the default 240 s window a side it takes about half an
+hour. Run it with ``python -m benchmarks pong`` or ``python -m benchmarks pong --window-s 90``;
+`--set`, `--muzero-set`, `--unizero-set` and `--efficientzero-set` pass overrides (e.g.
+``policy.device=cuda``) to the runs, as `benchmarks/gpu_pong.sh` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -30,12 +33,17 @@ import numpy as np
 import torch
 
 from benchmarks.bench_pipeline import ROOT, _run
-from benchmarks.overrides import for_pipeline
+from benchmarks.machine import describe_run
+from benchmarks.overrides import for_pipeline, recorded_command
 from zeropipe.config import load_config
 from zeropipe.envs import EnvBatch
 from zeropipe.pipeline.build import build_collector, build_driver
 
-CONFIGS = {"muzero": "configs/pong_muzero.yaml", "unizero": "configs/pong_unizero.yaml"}
+CONFIGS = {
+    "muzero": "configs/pong_muzero.yaml",
+    "unizero": "configs/pong_unizero.yaml",
+    "efficientzero": "configs/pong_efficientzero.yaml",
+}
 DEFAULT_WINDOW_S = float(os.environ.get("ZEROPIPE_PONG_WINDOW_S", "240"))
 
 
@@ -53,14 +61,12 @@ def _run_window(config: str, window_s: float, args: list[str], workdir: Path) ->
 
 
 def bench_pong_pipeline(
-    config: str, window_s: float, overrides: list[str], collectors: int = 2
+    config: str, window_s: float, overrides: list[str], collectors: int | None = None
 ) -> dict[str, Any]:
     """Sync then async on one config, each for `window_s` seconds of wall time."""
-    async_args = [
-        "--async-pipeline",
-        "--set",
-        f"policy.async_pipeline.num_collector_actors={collectors}",
-    ]
+    async_args = ["--async-pipeline"]
+    if collectors is not None:
+        async_args += ["--set", f"policy.async_pipeline.num_collector_actors={collectors}"]
     rows = {}
     for name, extra in (("sync", []), ("async", async_args)):
         with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +76,13 @@ def bench_pong_pipeline(
         key: rows["async"][key] / rows["sync"][key] if rows["sync"][key] > 0 else None
         for key in ("envstep_per_s", "learner_steps_per_s")
     }
-    return {"config": config, "window_s": window_s, **rows, "ratio": ratio}
+    return {
+        "config": config,
+        "window_s": window_s,
+        "collectors": collectors,
+        **rows,
+        "ratio": ratio,
+    }
 
 
 def bench_replay_storage(config: str, overrides: list[str], collects: int = 3) -> dict[str, Any]:
@@ -140,20 +152,22 @@ def bench_collector(config: str, overrides: list[str], collects: int = 1) -> flo
 
 
 def _print_pipeline(res: dict[str, Any]) -> None:
-    print(f"{res['config']}, {res['window_s']:.0f} s window each, async with 2 collectors")
-    print(f"{'pipeline':>10} {'env steps/s':>12} {'learner steps/s':>16}")
+    workers = "the config's collectors" if res["collectors"] is None else res["collectors"]
+    print(f"{res['config']}, {res['window_s']:.0f} s window each, async with {workers}")
+    print(f"{'pipeline':>10} {'env steps/s':>12} {'learner steps/s':>16}  phases (s), learner busy")
     for name in ("sync", "async"):
         r = res[name]
-        print(f"{name:>10} {r['envstep_per_s']:>12.2f} {r['learner_steps_per_s']:>16.2f}")
+        phases = ", ".join(f"{p} {v:.1f}" for p, v in r.get("phase_s", {}).items())
+        busy = r.get("learner_busy_fraction")
+        print(
+            f"{name:>10} {r['envstep_per_s']:>12.2f} {r['learner_steps_per_s']:>16.2f}  "
+            f"{phases}{'' if busy is None else f'; busy {busy:.2f}'}"
+        )
     env_ratio, learner_ratio = (
         "n/a" if value is None else f"{value:.2f}×"
         for value in (res["ratio"]["envstep_per_s"], res["ratio"]["learner_steps_per_s"])
     )
-    print(
-        f"{'async/sync':>10} {env_ratio:>12} {learner_ratio:>16}"
-        "   (issue 14 wants ≥ 1.3× MuZero, ≥ 1.0× UniZero env steps/s)",
-        flush=True,
-    )
+    print(f"{'async/sync':>10} {env_ratio:>12} {learner_ratio:>16}", flush=True)
 
 
 def _print_storage(res: dict[str, Any]) -> None:
@@ -162,7 +176,7 @@ def _print_storage(res: dict[str, Any]) -> None:
         f"(+{res['fixed_bytes'] / 2**20:.0f} MiB fixed; {res['transitions']} transitions; "
         f"one frame is {res['frame_bytes']} bytes, "
         f"stack {res['frame_stack']}), {res['frames_per_transition']:.3f} frames stored per "
-        "transition (issue 14 wants ≤ 1.1)",
+        "transition",
         flush=True,
     )
 
@@ -174,20 +188,30 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], help="override for every run")
     parser.add_argument("--muzero-set", action="append", default=[], help="pong_muzero only")
     parser.add_argument("--unizero-set", action="append", default=[], help="pong_unizero only")
+    parser.add_argument(
+        "--efficientzero-set", action="append", default=[], help="pong_efficientzero only"
+    )
     parser.add_argument("--skip-pipeline", action="store_true", help="storage and env rows only")
     parser.add_argument("--skip-env", action="store_true", help="no env-stepping rows")
+    parser.add_argument("--skip-storage", action="store_true", help="no replay-storage rows")
+    parser.add_argument("--collectors", type=int, help="async collectors (default: the config's)")
+    parser.add_argument("--json", type=Path, help="write the pipeline rows and the header here")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Print the tables; `argv` None (the `pong` section) means the defaults."""
     args = _parse(argv if argv is not None else [])
+    header = describe_run({"pong": [CONFIGS[name] for name in args.configs]})
+    rows = []
     for name in args.configs:
         config = CONFIGS[name]
         overrides = [*args.set, *getattr(args, f"{name}_set")]
         if not args.skip_pipeline:
-            _print_pipeline(bench_pong_pipeline(config, args.window_s, overrides))
-        _print_storage(bench_replay_storage(config, overrides))
+            rows.append(bench_pong_pipeline(config, args.window_s, overrides, args.collectors))
+            _print_pipeline(rows[-1])
+        if not args.skip_storage:
+            _print_storage(bench_replay_storage(config, overrides))
         if not args.skip_env:
             batch = bench_env_batch(config)
             collect = bench_collector(config, overrides)
@@ -196,6 +220,11 @@ def main(argv: list[str] | None = None) -> None:
                 f"Collector.collect {collect:.1f} env steps/s (8 envs)",
                 flush=True,
             )
+    if args.json is not None and rows:
+        header["command"] = recorded_command("pong", argv or [])
+        header["date"] = time.strftime("%Y-%m-%d")
+        args.json.write_text(json.dumps({**header, "rows": rows}, indent=2))
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -62,3 +62,14 @@ def test_pace_rows_give_rates_and_the_sync_bound():
     assert rows[0].overlap_bound_s == [41.0] and rows[1].overlap_bound_s == []
     line = format_rows(rows).splitlines()[-1]
     assert "| 40.0 | 75.0 | 18.75 |" in line and "| 0.80 | 0.98 |" in line  # 40/50, 40/41
+
+
+def test_a_window_run_reports_its_phases_at_its_last_learner_step_in_the_window():
+    from benchmarks.bench_pipeline import _phases
+
+    line = {"event": "train", **PHASES, "learner_busy_fraction": 0.75}
+    assert _phases(line) == {
+        "phase_s": {"collect": 4.0, "train": 30.0, "driver": 1.0, "eval": 5.0, "wait": 0.0},
+        "learner_busy_fraction": 0.75,
+    }
+    assert _phases(None) == {}  # no learner step inside the window
