@@ -98,6 +98,13 @@ def load_resume_config(
     saved_path = run / "config.yaml"
     if not saved_path.is_file():
         if Path(target).is_dir():
+            if any((run / "ckpt").glob("ckpt_latest*.pth.tar")):
+                raise ConfigError(
+                    f"--resume: {run} has a checkpoint but no config.yaml (deleted?), and the "
+                    "run's config is needed to continue it: put config.yaml back, or pass the "
+                    f"config the run was trained with: zeropipe train CONFIG --resume --set "
+                    f"exp_name={run}"
+                )
             raise ConfigError(f"--resume: {run} holds no run (no config.yaml, no checkpoint)")
         # a directory without the run's own config (not written by zeropipe): the file given
         # is all there is; the checkpoint's own checks follow
