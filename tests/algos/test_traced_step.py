@@ -147,6 +147,28 @@ def test_the_frozen_step_follows_every_change_of_the_weights(change):
     assert frozen.traced.frozen is not None
 
 
+@torch.no_grad()
+def test_a_restored_search_runs_frozen_where_the_saved_one_would_have():
+    """Which graph the next search runs (frozen or the live trace, which round differently) is
+    saved with the weights: a search restored from a state saved after two searches on the same
+    weights runs the frozen graph at its first search, as the saved search's next one would."""
+    frames = np.random.default_rng(2).normal(size=(5, 1, 4)).astype(np.float32)
+    saved = NetworkSearch(_random_muzero(0), 1, search_policy("puct"), inference="frozen")
+    assert saved.traced.state_dict() == {"frozen_next": False}  # never used
+    _root_values(saved, frames)
+    assert saved.traced.state_dict() == {"frozen_next": True}  # weights unchanged since
+    for _ in range(2):
+        want = _root_values(saved, frames)
+    restored_net = _random_muzero(1)
+    restored_net.load_state_dict(saved.network.state_dict())
+    restored = NetworkSearch(restored_net, 1, search_policy("puct"), inference="frozen")
+    restored.traced.load_state_dict(saved.traced.state_dict())
+    np.testing.assert_array_equal(_root_values(restored, frames), want)
+    assert restored.traced.frozen is not None
+    _optimizer_step(saved.network, None)
+    assert saved.traced.state_dict() == {"frozen_next": False}  # the next search runs live
+
+
 class _BatchBaked(MuZeroNetwork):
     """A step whose reward reads the batch size as a Python number: a trace bakes it in."""
 

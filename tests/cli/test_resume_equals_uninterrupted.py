@@ -1,6 +1,7 @@
 """Resume is the same run: a sync run stopped (at a limit, or SIGKILLed after a periodic
 checkpoint) and resumed gives the same evals at the same env steps, and the same learner losses,
-as the run never stopped. Through the real CLI."""
+as the run never stopped. Through the real CLI, with the shipped defaults: frozen inference, bf16
+where the CPU has it, the learner's thread count chosen by the run."""
 
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ from tests.cli.test_run_recovery import start, wait_for
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 
 WHOLE, PART = 480, 200
-SETTINGS = ["--set", "policy.learner_num_threads=1", "--set", "policy.eval_freq=10"]
+SETTINGS = ["--set", "policy.eval_freq=10"]
+REPO = Path(__file__).resolve().parents[2]
+# a shipped config, smaller: fewer envs and simulations, a smaller batch, an eval every 10
+# learner steps, no stop by reward (CartPole MuZero's batch norms are what a frozen graph folds)
+SMALLER = [
+    "--set", "env.collector_env_num=2", "--set", "env.evaluator_env_num=2",
+    "--set", "env.n_evaluator_episode=2", "--set", "env.stop_value=100000",
+    "--set", "policy.num_simulations=8", "--set", "policy.batch_size=32",
+    "--set", "policy.eval_freq=10",
+]  # fmt: skip
 
 
 def _lines(run: Path, event: str) -> list[dict]:
@@ -97,4 +107,49 @@ def test_sigkill_after_a_periodic_checkpoint_and_resume_is_the_uninterrupted_run
     assert after and after == [e for e in _scheduled_evals(whole) if e[1] >= at_iter]
     assert _losses(killed)[-1] == _losses(whole)[-1]
     same, report = same_run.compare(whole, killed)  # a line logged twice: the resumed one's
+    assert same, report
+
+
+@pytest.mark.parametrize(
+    ("config", "whole_steps"),
+    [
+        ("cartpole_muzero", 500),
+        pytest.param("cartpole_unizero", 400, marks=pytest.mark.slow),
+        pytest.param("pendulum_sampled_efficientzero", 400, marks=pytest.mark.slow),
+    ],
+)
+def test_a_shipped_config_stopped_and_resumed_is_the_same_run(
+    tmp_path: Path, config: str, whole_steps: int
+):
+    """A config of each family (MuZero, UniZero, sampled), smaller, stopped at 150 env steps.
+    CartPole MuZero stops at learner step 42, between the target network's copies at 40 and
+    60: the run never stopped computes the bootstrap values with the graph frozen from the
+    target's weights, so the resumed run must too (a live trace rounds differently). The evals
+    due in the budget trained after the env steps were spent are not run, but the resumed run
+    evaluates at the multiples of eval_freq as the run never stopped does."""
+    path = str(REPO / "configs" / f"{config}.yaml")
+    for name, steps in (("whole", whole_steps), ("parts", 150)):
+        done = run_cli(
+            "train", path, "--quiet", *SMALLER, "--set", f"exp_name={name}",
+            "--set", f"max_env_step={steps}", cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    at_iter = _lines(parts, "stop")[-1]["train_iter"]
+    if config == "cartpole_muzero":
+        assert at_iter % 20 and at_iter > 20  # the config's target_update_freq: between copies
+    again = run_cli(
+        "train", "parts", "--resume", "--quiet", "--set", f"max_env_step={whole_steps}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    lines = [json.loads(x) for x in (parts / "log" / "metrics.jsonl").read_text().splitlines()]
+    resumed = max(i for i, e in enumerate(lines) if e["event"] == "resume")
+    after = [
+        (e["envstep"], e["train_iter"], e["reward_mean"])
+        for e in lines[resumed:]
+        if e["event"] == "eval" and not e.get("final")
+    ]
+    assert after and after == [e for e in _scheduled_evals(whole) if e[1] >= at_iter]
+    same, report = same_run.compare(whole, parts)
     assert same, report

@@ -13,9 +13,12 @@ identity, storage and version counter, which every in-place write bumps: an opti
 `load_state_dict`, batch norm's running statistics) with the last one. On a change the live
 trace runs (it shares the module's parameters, so it is always current), and the graph is
 frozen again at the next `begin()` that finds the same weights: weights that change before
-every use (a soft target update) never pay for a freeze. `torch.jit.trace` is deprecated in
-torch 2.13 (a warning silenced here): if a trace or freeze fails or disagrees with eager, the
-module runs eagerly (the call returns None) and says so once.
+every use (a soft target update) never pay for a freeze. Frozen and live graphs round
+differently, so which one a use runs is part of a run's state: `state_dict()` says whether the
+next use would run frozen (its weights unchanged since the last `begin()`), and a resumed run
+freezes as soon as it has traced, so a resume is the run never stopped. `torch.jit.trace` is
+deprecated in torch 2.13 (a warning silenced here): if a trace or freeze fails or disagrees
+with eager, the module runs eagerly (the call returns None) and says so once.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class FrozenGraph:
         self.frozen: torch.jit.ScriptModule | None = None
         self._mark: tuple | None = None  # the weights seen at the last begin()
         self._checked = False  # the first frozen graph is checked against eager
+        self._restored_frozen = False  # a checkpoint's next use ran frozen (load_state_dict)
+        self._freeze_at_trace = False  # freeze as soon as the first trace exists
 
     def begin(self) -> None:
         """Before a use: drop a frozen graph whose weights changed; freeze the trace when the
@@ -58,10 +63,30 @@ class FrozenGraph:
         if not (self.freeze and self.enabled):
             return
         mark = weights_mark(self.module)
+        if self._restored_frozen:  # the weights just restored are those of the saved last use
+            self._restored_frozen, self._mark = False, mark
+            self._freeze_at_trace = self.graph is None
         if mark != self._mark:
-            self.frozen, self._mark = None, mark
+            self.frozen, self._mark, self._freeze_at_trace = None, mark, False
         elif self.frozen is None and self.graph is not None:
             self.frozen = self._freeze()
+
+    def state_dict(self) -> dict[str, bool]:
+        """Whether the next use runs the frozen graph (the weights unchanged since the last
+        `begin()`, and traced), as plain data for a checkpoint."""
+        if not (self.freeze and self.enabled):
+            return {"frozen_next": False}
+        if self._restored_frozen:  # restored and not used since
+            return {"frozen_next": True}
+        unchanged = self._mark is not None and self._mark == weights_mark(self.module)
+        traced = self.graph is not None or self._freeze_at_trace
+        return {"frozen_next": unchanged and traced}
+
+    def load_state_dict(self, state: dict[str, bool]) -> None:
+        """Restore a `state_dict()`, after the module's weights: the first use after it runs
+        frozen where the saved run's next use would have (a graph frozen from the same weights
+        computes the same; a live trace rounds differently)."""
+        self._restored_frozen = bool(state["frozen_next"])
 
     def __call__(self, *args: Tensor) -> tuple[Tensor, ...] | None:
         """The module's outputs, or None where it runs eagerly (the trace failed its check)."""
@@ -72,6 +97,9 @@ class FrozenGraph:
             if self.graph is None:
                 self.enabled = False
                 return None
+            if self._freeze_at_trace:
+                self._freeze_at_trace = False
+                self.frozen = self._freeze()
         if self.frozen is not None and not self._checked:
             self._check_frozen(args)
         graph = self.frozen if self.frozen is not None else self.graph

@@ -112,6 +112,21 @@ class TargetComputer:
         traceable = getattr(target_network, "TRACEABLE_STEP", False)
         self._graph.enabled = bool(traceable) and inference in ("traced", "frozen")
 
+    def graphs_state(self) -> dict[str, dict[str, bool]]:
+        """Which of the target network's graphs (bootstrap values, reanalysis step) run
+        frozen at their next use: a checkpoint keeps it, so a resumed run rounds as the run
+        never stopped (algos/graphs.py)."""
+        state = {"values": self._graph.state_dict()}
+        if self._search.traced is not None:
+            state["search"] = self._search.traced.state_dict()
+        return state
+
+    def load_graphs_state(self, state: dict[str, dict[str, bool]]) -> None:
+        """Restore a `graphs_state()`, after the target network's weights."""
+        self._graph.load_state_dict(state["values"])
+        if self._search.traced is not None and "search" in state:
+            self._search.traced.load_state_dict(state["search"])
+
     @torch.no_grad()
     def compute(self, batch: ReplayBatch) -> Targets:
         """Targets for one sampled batch."""

@@ -74,6 +74,14 @@ class TracedStep:
         """The frozen graph in use, if any."""
         return self.graph.frozen
 
+    def state_dict(self) -> dict[str, bool]:
+        """Whether the next search runs the frozen graph (`FrozenGraph.state_dict`)."""
+        return self.graph.state_dict()
+
+    def load_state_dict(self, state: dict[str, bool]) -> None:
+        """Restore a `state_dict()`, after the network's weights."""
+        self.graph.load_state_dict(state)
+
     def begin_search(self) -> None:
         """A search starts (see `FrozenGraph.begin`)."""
         self.graph.begin()

@@ -46,11 +46,16 @@ RESUMABLE = (
     "checkpoint.",
     "wandb.",  # where the scalars are mirrored, not what the run does
 )
-# async_pipeline keys that change which data is collected when, not only where workers run.
+# async_pipeline keys that change which data is collected when, not only where workers run
+# (collects are launched between learner-step chunks, so the chunk size decides which weights
+# version a collect plays). `num_collector_actors` may change, unless the budget queue or the
+# collects in flight follow it (left unset): `load_resume_config` compares resolved values.
 _SEMANTIC_ASYNC = (
     "max_policy_lag",
     "weight_sync_interval",
     "max_train_budget_queue_size",
+    "max_collect_inflight",
+    "max_train_chunk_steps",
     "collect_freshness",
 )
 
@@ -60,6 +65,12 @@ def resumable(key: str) -> bool:
     if key.startswith("policy.async_pipeline.") and key.rsplit(".", 1)[-1] in _SEMANTIC_ASYNC:
         return False
     return any(key == r or (r.endswith(".") and key.startswith(r)) for r in RESUMABLE)
+
+
+def _collect_rule(key: str) -> str | None:
+    """The collect rule `key` sets (`_SEMANTIC_ASYNC`), or None."""
+    name = key.removeprefix("policy.async_pipeline.")
+    return name if key != name and name in _SEMANTIC_ASYNC else None
 
 
 def run_directory(target: str | Path, overrides: Sequence[str]) -> Path:
@@ -98,6 +109,13 @@ def load_resume_config(
     saved_path = run / "config.yaml"
     if not saved_path.is_file():
         if Path(target).is_dir():
+            if any((run / "ckpt").glob("ckpt_latest*.pth.tar")):
+                raise ConfigError(
+                    f"--resume: {run} has a checkpoint but no config.yaml (deleted?), and the "
+                    "run's config is needed to continue it: put config.yaml back, or pass the "
+                    f"config the run was trained with: zeropipe train CONFIG --resume --set "
+                    f"exp_name={run}"
+                )
             raise ConfigError(f"--resume: {run} holds no run (no config.yaml, no checkpoint)")
         # a directory without the run's own config (not written by zeropipe): the file given
         # is all there is; the checkpoint's own checks follow
@@ -107,12 +125,13 @@ def load_resume_config(
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
     notes += _resume_in_place(raw, run)
     notes += keep_older_behaviour(raw)
+    saved_raw = yaml.safe_load(yaml.safe_dump(raw))  # the run's config, before the overrides
     applied = []
     for item in overrides:
         key = item.partition("=")[0].strip()
         if key == "exp_name":
             continue
-        if not resumable(key):
+        if not (resumable(key) or _collect_rule(key)):  # a rule: refused below if it changes
             raise ConfigError(
                 f"--set {key}: it would change the run, so --resume refuses it (a resume may "
                 "change the budget, stop value, eval and checkpoint cadence, device and worker "
@@ -121,7 +140,50 @@ def load_resume_config(
         before = _get(raw, key)
         applied.append(apply_override(raw, item))
         notes.append(f"--resume: {key} {before!r} -> {_get(raw, key)!r}")
-    return config_from_dict(raw, source=str(saved_path), overrides=applied), notes
+    cfg = config_from_dict(raw, source=str(saved_path), overrides=applied)
+    if applied:
+        _check_collect_rules(config_from_dict(saved_raw, source=str(saved_path)), cfg, overrides)
+    return cfg, notes
+
+
+def _collect_rules(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The async settings that decide which data is collected when, resolved."""
+    pipeline = cfg.policy.async_pipeline
+    rules = {name: getattr(pipeline, name) for name in _SEMANTIC_ASYNC}
+    rules["max_train_budget_queue_size"] = pipeline.resolved_max_train_budget_queue_size
+    rules["max_collect_inflight"] = pipeline.resolved_max_collect_inflight
+    return rules
+
+
+def _check_collect_rules(
+    saved: ExperimentConfig, resumed: ExperimentConfig, overrides: Sequence[str]
+) -> None:
+    """Refuse overrides that change a collect rule, set directly or through the key it follows
+    (the budget queue and the collects in flight follow `num_collector_actors` when unset);
+    setting one to the value it has is allowed.
+
+    Raises:
+        ConfigError: naming the first rule that would change and the key that changes it.
+    """
+    before, after = _collect_rules(saved), _collect_rules(resumed)
+    changed = [name for name in _SEMANTIC_ASYNC if before[name] != after[name]]
+    if not changed:
+        return
+    name = changed[0]
+    keys = [item.partition("=")[0].strip() for item in overrides]
+    direct = [k for k in keys if _collect_rule(k) == name]
+    if direct:
+        raise ConfigError(
+            f"--set {direct[0]}: it would change the run ({before[name]} -> {after[name]}): it "
+            "decides what is collected when, so --resume refuses it; start a new run from its "
+            "weights with --init-from instead"
+        )
+    others = ", ".join(k for k in keys if k.startswith("policy.async_pipeline."))
+    raise ConfigError(
+        f"--set {others}: it would change the run: policy.async_pipeline.{name} follows it "
+        f"({before[name]} -> {after[name]}), and it decides what is collected when; set "
+        f"policy.async_pipeline.{name}={before[name]} too to keep it"
+    )
 
 
 def _resume_in_place(raw: dict[str, Any], run: Path) -> list[str]:

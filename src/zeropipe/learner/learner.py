@@ -181,6 +181,7 @@ class Learner:
             "optimizer": self.optimizer.state_dict(),
             "train_iter": self.train_iter,
             "reanalysis_rng": self.targets.rng.bit_generator.state,
+            "target_graphs": self.targets.graphs_state(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -190,6 +191,8 @@ class Learner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.train_iter = int(state["train_iter"])
         self.targets.rng.bit_generator.state = state["reanalysis_rng"]
+        if "target_graphs" in state:  # a checkpoint before it: the graphs start live
+            self.targets.load_graphs_state(state["target_graphs"])
 
 
 def reanalysis_search_config(cfg: PolicyConfig):

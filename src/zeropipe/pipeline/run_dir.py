@@ -17,7 +17,8 @@ Every checkpoint write is atomic and durable: a temp file in the same directory,
 over the target, fsync of the directory. A failed write removes its temp file and raises
 `CheckpointError`; the previous file is untouched. Before `ckpt_latest` is replaced, the previous
 one is hard-linked to `ckpt_latest.prev.pth.tar`, so a resume still has a good checkpoint if the
-newest one turns out to be unreadable.
+newest one turns out to be unreadable. A run resumed from that previous one (`resume_from`) does
+not keep the unreadable newest as the previous at its first save: the good one stays.
 
 What a checkpoint holds and how it is read without running code from it: checkpoint_format.py.
 A file refused there (it would call more than tensors and plain data need) ends a resume at
@@ -125,10 +126,16 @@ class RunDir:
             self.lock.release()
             raise
 
+    def resume_from(self, path: Path) -> None:
+        """The checkpoint the run continues: when it is the previous one (the newest was
+        unreadable), the next save replaces the newest without keeping it as the previous."""
+        self._latest_unreadable = path.name == LATEST_PREV
+
     def _open(self, cfg: ExperimentConfig, resume: bool) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self.text_log = TextLog(self.log_dir)
+        self._latest_unreadable = False  # ckpt_latest is known corrupt (resume_from)
         # A resume rewrites config.yaml with its first checkpoint, not before: a start that
         # fails (a checkpoint that does not fit) leaves the run's config as it was, and the
         # file always describes the run its newest checkpoint continues.
@@ -153,10 +160,12 @@ class RunDir:
         """
         path = self.ckpt_dir / name
         self._write_config()
-        if name == LATEST and path.exists():
+        if name == LATEST and path.exists() and not self._latest_unreadable:
             _keep_previous(path, self.ckpt_dir / LATEST_PREV)
         plain = encode(payload)
         write_durably(path, lambda f: torch.save(plain, f))
+        if name == LATEST:
+            self._latest_unreadable = False
         return path
 
     def _write_config(self) -> None:

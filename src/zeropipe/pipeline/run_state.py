@@ -292,6 +292,7 @@ class RunState:
             loaded: (the file read, its payload).
         """
         path, payload = loaded
+        self.run.resume_from(path)
         self.trainer.learner.load_state_dict(payload["learner"])
         self.trainer.buffer.load_state_dict(payload["buffer"])
         self.envstep = int(payload["envstep"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
@@ -73,12 +74,15 @@ def open_run(
 
     Raises:
         RunDirExists: a new run was pointed at an existing run's directory (nothing is written).
-        CheckpointError: `resume` found no readable checkpoint.
+        CheckpointError: `resume` found no readable checkpoint, or one whose network is not the
+            config's (nothing is written).
         ConfigError: `init_weights` do not fit the config's network (nothing is written).
     """
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
     comps = build_driver(cfg)
+    if loaded is not None:
+        _check_fits(comps.learner, *loaded)  # one line, before the run directory is touched
     if init_weights is not None:
         _start_from(comps.learner, init_weights)  # a mismatch is one line, before any other
     restored = loaded[1].get("learner_threads") if loaded is not None else None
@@ -93,6 +97,29 @@ def open_run(
     if loaded is not None:
         state.restore_latest(loaded)
     return state, actors
+
+
+def _check_fits(learner: Learner, path: Path, payload: Mapping[str, Any]) -> None:
+    """Raise CheckpointError, naming the first difference, where the checkpoint's network is
+    not the one the config builds (another size, another type)."""
+    own = learner.network.state_dict()
+    saved = payload["learner"]["model"]
+    problem = next(
+        (
+            f"{name} is {tuple(saved[name].shape)} there, {tuple(own[name].shape)} here"
+            for name in own
+            if name in saved and tuple(saved[name].shape) != tuple(own[name].shape)
+        ),
+        None,
+    )
+    if problem is None and own.keys() != saved.keys():
+        missing, extra = sorted(own.keys() - saved.keys()), sorted(saved.keys() - own.keys())
+        problem = f"it lacks {missing[:3]}" if missing else f"it has {extra[:3]} besides"
+    if problem is not None:
+        raise CheckpointError(
+            f"--resume: {path} holds another network than the run's config.yaml builds "
+            f"({problem}); resume it with the config it was trained with"
+        )
 
 
 def _start_from(learner: Learner, weights: Mapping[str, torch.Tensor]) -> None:

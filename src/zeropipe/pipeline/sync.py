@@ -104,17 +104,27 @@ def _train_budgets(state: RunState, evaluator: Evaluator, progress: ProgressLine
 
     eval_grid 'learner_step': an eval as soon as one is due, inside the budget, unless the
     env steps are spent (the budgets owed then are trained without evals, as on 'budget_end'
-    and async; the final eval scores the last weights)."""
+    and async; the final eval scores the last weights). The gate still moves past each eval not
+    run, but one of the last weights: a run resumed from the stop evaluates where the run never
+    stopped does (that one at once, before it collects, at the same env steps)."""
     cfg = state.cfg
-    inside = cfg.policy.eval_grid == "learner_step"
-    inside = inside and state.envstep < cfg.max_env_step
+    on_grid = cfg.policy.eval_grid == "learner_step"
+    spent = state.envstep >= cfg.max_env_step
+    skipped = None  # the last version due an eval that was not run (env steps spent)
     while state.trainer.budgets and state.train_iter < cfg.max_train_iter:
         learner_step(state)
         progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
-        if inside and should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
-            _evaluate(state, evaluator, progress)
-            if state.stop_reason:
-                return
+        gate = state.last_eval_iter if skipped is None else skipped
+        if not (on_grid and should_eval(state.train_iter, gate, cfg.policy.eval_freq)):
+            continue
+        if spent:  # the checkpointed gate lags one skipped eval, until the last weights
+            state.last_eval_iter, skipped = gate, state.train_iter
+            continue
+        _evaluate(state, evaluator, progress)
+        if state.stop_reason:
+            return
+    if skipped is not None and skipped < state.train_iter:
+        state.last_eval_iter = skipped
 
 
 def _evaluate(

@@ -13,6 +13,7 @@ The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (d
                                                not the loaded one, run, → CollectResult | EvalResult
       driver → Shutdown                       → worker: Bye, close, exit 0
       driver closes the pipe (DriverGone)     → worker: close, exit 0 quietly
+      driver dies, even mid-request           → worker: killed (parent_watch.py)
       any exception                           → worker: WorkerError (best effort), close, exit 1
 
 Weights are loaded only between requests, so every result has exactly one ``policy_version``: the
@@ -48,6 +49,7 @@ from zeropipe.transport import (
     WorkerEndpoint,
     WorkerError,
 )
+from zeropipe.workers.parent_watch import die_with_parent
 from zeropipe.workers.request_server import (
     REQUEST_TYPES,
     ROLES,
@@ -121,8 +123,9 @@ def applied_environment(variables: dict[str, str]) -> Iterator[None]:
 def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """Process target of a collector or evaluator worker (start method ``spawn``).
 
-    Ignores SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group),
-    lowers its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
+    Dies with the driver (parent_watch.py: even inside an env step that never returns), ignores
+    SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group), lowers
+    its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
     :func:`serve`.
 
     Args:
@@ -133,6 +136,7 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
         SystemExit: With code 1 after any failure (a ``WorkerError`` was sent, best effort).
             Returns normally (exit code 0) after ``Shutdown`` or when the driver closed the pipe.
     """
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
