@@ -15,7 +15,7 @@ from tests.tiny import tiny_config
 from zeropipe.pipeline import schedule
 from zeropipe.pipeline import threads as threads_module
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.transport import CollectRequest, DriverEndpoint
+from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
@@ -57,25 +57,30 @@ def niceness_below_the_maximum() -> Iterator[int]:
 
 
 async def test_workers_run_at_the_configured_niceness(tmp_path, monkeypatch):
-    seen: list[int] = []
+    seen: dict[str, int] = {}  # worker -> its niceness at its first request
     real_send = DriverEndpoint.send
 
     async def send(self, msg):
-        if isinstance(msg, CollectRequest) and not seen:
+        if isinstance(msg, CollectRequest | EvalRequest) and self.worker_name not in seen:
             (worker,) = [
                 p for p in mp.active_children() if p.name == f"zeropipe-{self.worker_name}"
             ]
-            seen.append(os.getpriority(os.PRIO_PROCESS, worker.pid))
+            seen[self.worker_name] = os.getpriority(os.PRIO_PROCESS, worker.pid)
         return await real_send(self, msg)
 
     monkeypatch.setattr(DriverEndpoint, "send", send)
-    cfg = tiny_config(tmp_path / "run", async_pipeline={"worker_niceness": 1})
+    pipeline = {"worker_niceness": 1, "collector_niceness": 2}
+    cfg = tiny_config(tmp_path / "run", async_pipeline=pipeline)
     cfg.max_env_step = 32
     with niceness_below_the_maximum() as driver_niceness:
         async with asyncio.timeout(180):
             await train_async(cfg, show_progress=False)
-    # the worker added exactly the configured 1 to the niceness it started from (the driver's)
-    assert [n - driver_niceness for n in seen] == [1]
+    # each worker added exactly its configured niceness to the one it started from (the
+    # driver's): the evaluator worker_niceness, a collector collector_niceness on top (the
+    # kernel stops at 19)
+    added = {name: n - driver_niceness for name, n in seen.items()}
+    collector = min(driver_niceness + 3, 19) - driver_niceness
+    assert added == {"collector-0": collector, "evaluator-0": 1}
 
 
 async def test_the_learner_takes_the_cores_of_workers_without_a_request(tmp_path, monkeypatch):

@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from multiprocessing.connection import Connection
@@ -125,23 +126,42 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
 
     Dies with the driver (parent_watch.py: even inside an env step that never returns), ignores
     SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group), lowers
-    its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
-    :func:`serve`.
+    its priority (:func:`worker_niceness`), caps torch threads, then runs :func:`serve`.
 
     Args:
         conn: The worker's end of ``multiprocessing.Pipe(duplex=True)``.
         spec: What to build.
 
-    Raises:
-        SystemExit: With code 1 after any failure (a ``WorkerError`` was sent, best effort).
-            Returns normally (exit code 0) after ``Shutdown`` or when the driver closed the pipe.
+    Ends the process (no return): exit code 1 after any failure (a ``WorkerError`` was sent, best
+    effort), 0 after ``Shutdown`` or when the driver closed the pipe.
     """
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
+    os.nice(worker_niceness(spec))
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
-    if not serve(WorkerEndpoint(conn), spec):
-        raise SystemExit(1)
+    _exit_now(0 if serve(WorkerEndpoint(conn), spec) else 1)
+
+
+def worker_niceness(spec: WorkerSpec) -> int:
+    """The niceness a worker adds to its own: `worker_niceness`, and a collector's
+    `collector_niceness` on top (at most 19, the kernel's bound)."""
+    ap = spec.config["policy"]["async_pipeline"]
+    extra = ap["collector_niceness"] if spec.role == "collector" else 0
+    return min(ap["worker_niceness"] + extra, 19)
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's teardown.
+
+    Everything the worker owns (envs, snapshot mappings, its pipe) is closed by `serve`; what is
+    left is unloading torch, numba and the rest, a few hundred milliseconds that the driver spends
+    waiting for the worker to exit at the end of every run.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def serve(endpoint: WorkerEndpoint, spec: WorkerSpec) -> bool:
