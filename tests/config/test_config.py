@@ -96,7 +96,6 @@ ADDED_SINCE_V0_1 = {
     "policy": {"tie_break", "eval_tie_break", "actor_inference", "loss_weighting", "eval_grid"},
     "async_pipeline": {
         "collect_freshness",
-        "collector_niceness",
         "max_queued_evals",
         "request_deadline_factor",
         "min_request_deadline_s",

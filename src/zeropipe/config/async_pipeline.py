@@ -86,16 +86,6 @@ class AsyncPipelineConfig(Section):
         "learner, which backpressure waits on, wins the cores and the workers use what it "
         "leaves. 0 keeps the driver's. (Ray starts its workers at its own worker_niceness, 15.)",
     )
-    collector_niceness: int = Field(
-        5,
-        ge=0,
-        le=19,
-        description="Process backend: niceness a collector worker adds on top of worker_niceness. "
-        "While an eval runs, the learner, a collector and the evaluator share the cores; the eval "
-        "(whose result says when a run has reached its goal) and the learner go first, and the "
-        "collector, which the budget queue lets run ahead, takes what they leave. With no eval "
-        "running it changes nothing where there are cores for the learner and the collectors.",
-    )
     evaluator_num_cpus: int = Field(1, ge=1, description="Torch threads per evaluator worker.")
     collector_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per collector worker.")
     evaluator_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per evaluator worker.")

@@ -126,7 +126,8 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
 
     Dies with the driver (parent_watch.py: even inside an env step that never returns), ignores
     SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group), lowers
-    its priority (:func:`worker_niceness`), caps torch threads, then runs :func:`serve`.
+    its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
+    :func:`serve`.
 
     Args:
         conn: The worker's end of ``multiprocessing.Pipe(duplex=True)``.
@@ -137,17 +138,9 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(worker_niceness(spec))
+    os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
     _exit_now(0 if serve(WorkerEndpoint(conn), spec) else 1)
-
-
-def worker_niceness(spec: WorkerSpec) -> int:
-    """The niceness a worker adds to its own: `worker_niceness`, and a collector's
-    `collector_niceness` on top (at most 19, the kernel's bound)."""
-    ap = spec.config["policy"]["async_pipeline"]
-    extra = ap["collector_niceness"] if spec.role == "collector" else 0
-    return min(ap["worker_niceness"] + extra, 19)
 
 
 def _exit_now(code: int) -> None:
