@@ -1,8 +1,8 @@
 """`python -m benchmarks render`: the results pages' figures, rendered from committed JSON.
 
 Runs in: its own process; trains nothing. Reads every `benchmarks/results/*.json` that a
-`pace` or `learning` run wrote (`--json`, or the learning run's `learning.json`, copied here)
-and writes
+`pace`, `pong` or `learning` run wrote (`--json`, or the learning run's `learning.json`, copied
+here) and writes
 
 - `docs/async_time.md`, the whole page: per file, its date, machine, commit and command, its
   `note` (what the command does not show, such as the settings the configs had then), then its
@@ -77,8 +77,40 @@ def _section(name: str, data: dict) -> str:
     if "pace" in data["sections"]:
         table = format_rows([PaceRow(**row) for row in data["rows"]])
         return "\n".join([*head, table, ""])
+    if "pong" in data["sections"]:
+        return "\n".join([*head, *_window_table(data["rows"]), ""])
     rows = [LearningRow(**row) for row in data["rows"]]
     return "\n".join([*head, format_time_table(rows), "", format_phases(rows), ""])
+
+
+def _window_table(rows: list[dict]) -> list[str]:
+    """`python -m benchmarks pong` rows: per config, sync and async over the same wall window,
+    their rates, async / sync, and the seconds by phase that explain the ratio."""
+    lines = [
+        "| config | window s | pipeline | env steps/s | learner steps/s | learner busy "
+        "| collect / train / driver / eval / wait s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        for name in ("sync", "async"):
+            run = row[name]
+            phases = " / ".join(f"{s:.1f}" for s in run.get("phase_s", {}).values()) or "-"
+            busy = run.get("learner_busy_fraction")
+            lines.append(
+                f"| {Path(row['config']).stem} | {row['window_s']:.0f} | {name} "
+                f"| {run['envstep_per_s']:.2f} | {run['learner_steps_per_s']:.2f} "
+                f"| {'-' if busy is None else f'{busy:.2f}'} | {phases} |"
+            )
+        env, learner = (row["ratio"][k] for k in ("envstep_per_s", "learner_steps_per_s"))
+        lines.append(
+            f"| {Path(row['config']).stem} | | async / sync | {_ratio(env)} | {_ratio(learner)} "
+            "| | |"
+        )
+    return lines
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}×"
 
 
 def render_results(page: str) -> str:

@@ -51,3 +51,20 @@ def test_each_results_file_names_its_machine_commit_and_command():
         assert f"## {path.stem}" in render.render()
         if "learning" in data["sections"]:
             assert f"### {path.stem}" in render.RESULTS_PAGE.read_text()
+
+
+def test_a_pong_window_file_is_tabled_with_its_rates_ratio_and_phases():
+    phases = {"collect": 30.0, "train": 50.0, "driver": 2.0, "eval": 10.0, "wait": 0.0}
+    run = {"envstep_per_s": 10.0, "learner_steps_per_s": 2.0, "phase_s": phases}
+    row = {
+        "config": "configs/pong_muzero.yaml",
+        "window_s": 90.0,
+        "sync": {**run, "learner_busy_fraction": 0.5},
+        "async": {"envstep_per_s": 15.0, "learner_steps_per_s": 2.5},  # no learner step yet
+        "ratio": {"envstep_per_s": 1.5, "learner_steps_per_s": 1.25},
+    }
+    lines = render._window_table([row])
+    phases_text = "30.0 / 50.0 / 2.0 / 10.0 / 0.0"
+    assert lines[2] == f"| pong_muzero | 90 | sync | 10.00 | 2.00 | 0.50 | {phases_text} |"
+    assert lines[3] == "| pong_muzero | 90 | async | 15.00 | 2.50 | - | - |"
+    assert lines[4] == "| pong_muzero | | async / sync | 1.50× | 1.25× | | |"
