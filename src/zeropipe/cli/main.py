@@ -381,6 +381,17 @@ def _log_to_console(quiet: bool) -> None:
             handler.setLevel(logging.WARNING)
 
 
+def _ignore_late_interrupts() -> None:
+    """The run was stopped and cleaned up (final checkpoint, workers, shared memory): another
+    Ctrl-C or SIGTERM while the process exits is ignored. Left to Python, the interpreter's
+    teardown resets SIGINT to the system default, and a second Ctrl-C landing there killed the
+    process by signal instead of letting it exit 130 (or 143)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
     args = _parser().parse_args(argv)
@@ -403,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
+        _ignore_late_interrupts()
         if Terminated.seen:
             print("\nzeropipe: terminated (SIGTERM)", file=sys.stderr)
             return EXIT_TERMINATED
