@@ -38,16 +38,22 @@ from zeropipe.envs import env_spec
 from zeropipe.mcts import ActingParams
 
 
-def main(mode: str) -> list[float]:
-    """Mean ms per search at B = 3, 8, 64."""
-    warnings.simplefilter("ignore")
+def _cartpole_search(mode: str):
+    """The CartPole MuZero config, its env spec, its actor search with `mode` inference (one
+    thread, B up to 64) and its search settings."""
     torch.set_num_threads(1)
     cfg = load_config("configs/cartpole_muzero.yaml")
     spec = env_spec(cfg.env)
     if mode != "default":
         cfg.policy.actor_inference = mode
     search = actor_search(cfg.policy, build_network(cfg, spec), 1, 64, "cpu")[0]
-    search_cfg = cfg.policy.search_config(cfg.policy.num_simulations)
+    return cfg, spec, search, cfg.policy.search_config(cfg.policy.num_simulations)
+
+
+def main(mode: str) -> list[float]:
+    """Mean ms per search at B = 3, 8, 64."""
+    warnings.simplefilter("ignore")
+    _cfg, spec, search, search_cfg = _cartpole_search(mode)
     out = []
     for batch in (3, 8, 64):
         frames = np.random.default_rng(1).normal(size=(batch, 1, *spec.frame_shape))
@@ -103,13 +109,7 @@ def split(mode: str) -> dict[int, dict[str, float]]:
     import zeropipe.mcts.simulate as mcts_simulate
     from zeropipe.algos.graphs import FrozenGraph
 
-    torch.set_num_threads(1)
-    cfg = load_config("configs/cartpole_muzero.yaml")
-    spec = env_spec(cfg.env)
-    if mode != "default":
-        cfg.policy.actor_inference = mode
-    search = actor_search(cfg.policy, build_network(cfg, spec), 1, 64, "cpu")[0]
-    search_cfg = cfg.policy.search_config(cfg.policy.num_simulations)
+    cfg, spec, search, search_cfg = _cartpole_search(mode)
     sims = cfg.policy.num_simulations
     parts: dict[int, dict[str, float]] = {}
     for batch in (3, 8, 64):

@@ -66,3 +66,25 @@ def ray_processes() -> set[int]:
         if cmdline.startswith(b"ray::") or b"/site-packages/ray/" in cmdline:
             pids.add(int(entry))
     return pids
+
+
+_STAT_FIELDS = {"pgrp": 2, "session": 3}  # of /proc/PID/stat after the command name
+
+
+def live_pids(field: str, value: int) -> list[int]:
+    """Pids of the processes that are not zombies and whose `field` ("pgrp" or "session") is
+    `value`."""
+    index = _STAT_FIELDS[field]
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # state, ppid, pgrp, session, ...
+        if fields[0] != "Z" and int(fields[index]) == value:
+            pids.append(int(entry))
+    return pids

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.leaks import shm_blocks
+from tests.leaks import live_pids, shm_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -70,18 +70,7 @@ def tiny_copy(config: str, cwd: Path) -> None:
 
 def _session_processes(sid: int) -> list[int]:
     """Live pids of session `sid` (the block's script was its leader)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[3]) == sid and fields[0] != "Z":  # field 6: session id
-            pids.append(int(entry))
-    return pids
+    return live_pids("session", sid)
 
 
 def _cmdline(pid: int) -> bytes | None:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.cli.test_cli import TINY, cli_env
 from tests.envs.hang_env import HANG_DIR_VAR, HANG_ID
+from tests.leaks import live_pids
 from zeropipe.transport.stale_blocks import reclaim_stale_blocks
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
@@ -23,18 +24,7 @@ GONE_WITHIN_S = 20.0  # the parent-death signal is immediate; the watchdog looks
 
 def _living(group: int) -> list[int]:
     """Pids of the processes of process group `group` that are not zombies."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:  # gone meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after the command name: state, ppid, pgrp
-        if fields[0] != "Z" and int(fields[2]) == group:
-            pids.append(int(entry))
-    return pids
+    return live_pids("pgrp", group)
 
 
 def _blocks_of(pid: int) -> set[str]:
