@@ -35,6 +35,7 @@ NOT_THE_RUN = frozenset(
         "budget_queue_len",
         "learner_busy_fraction",
         "overlap_bound_s",
+        "goal_eval_s",
     }
 )
 RATE_SUFFIXES = ("_per_s", "_per_busy_s", "_s_total")  # rates and the phases' seconds

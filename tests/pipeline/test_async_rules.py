@@ -100,6 +100,33 @@ def test_just_in_time_launches_once_the_owed_steps_fit_in_one_collect():
     assert _jit_due(500, 0.05, [])  # no collect measured yet
 
 
+def _held(freshness: str, evals_inflight: int, owed: int) -> bool:
+    """`Launcher._hold_for_eval_or_freshness` with a 0.05 s learner step and 2.0 s collects."""
+    stats = SimpleNamespace(step_s=0.05)
+    trainer = SimpleNamespace(owed_steps=lambda: owed, stats=stats)
+    launcher = SimpleNamespace(
+        ap=SimpleNamespace(collect_freshness=freshness),
+        state=SimpleNamespace(trainer=trainer),
+        collect_s=deque([2.0]),
+        inflight=lambda role: evals_inflight if role == "evaluator" else 0,
+    )
+    launcher._due_just_in_time = lambda: Launcher._due_just_in_time(launcher)
+    return Launcher._hold_for_eval_or_freshness(launcher)
+
+
+@pytest.mark.parametrize("freshness", ["reference", "refresh"])
+def test_while_an_eval_runs_a_collect_waits_until_it_is_due_just_in_time(freshness):
+    assert not _held(freshness, evals_inflight=0, owed=400)  # no eval: launched as always
+    assert _held(freshness, evals_inflight=1, owed=400)  # 20 s of owed training: it waits
+    assert not _held(freshness, evals_inflight=1, owed=40)  # the owed steps fit in one collect
+    assert not _held(freshness, evals_inflight=1, owed=0)  # nothing owed: never starve
+
+
+def test_just_in_time_holds_with_or_without_an_eval():
+    assert _held("just_in_time", evals_inflight=0, owed=400)
+    assert not _held("just_in_time", evals_inflight=0, owed=40)
+
+
 async def test_a_just_in_time_run_trains_every_budget_and_stops(tmp_path):
     ap = {"collect_freshness": "just_in_time"}
     cfg = tiny_config(tmp_path / "run", update_per_collect=20, async_pipeline=ap)

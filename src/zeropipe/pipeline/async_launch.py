@@ -112,10 +112,20 @@ class Launcher:
             # will bring one more budget, so it counts: the queue then never exceeds its cap.
             if len(trainer.budgets) + inflight >= cap and trainer.trainable(state.envstep):
                 return
-            if self.ap.collect_freshness == "just_in_time" and not self._due_just_in_time():
+            if self._hold_for_eval_or_freshness():
                 return
             if handle.idle and not await self._launch_collect(handle):
                 return  # the worker is gone; the next turn tries again
+
+    def _hold_for_eval_or_freshness(self) -> bool:
+        """A new collect waits until it is due just in time (`_due_just_in_time`) under
+        `collect_freshness: just_in_time`, and under every freshness while an eval runs: then
+        the evaluator and the learner get the cores (on a machine with as many cores as they
+        are, a collector beside them slowed both, and an eval's result is when a run learns it
+        has reached its goal), and the learner still has its owed steps to work through."""
+        if self.ap.collect_freshness != "just_in_time" and not self.inflight("evaluator"):
+            return False
+        return not self._due_just_in_time()
 
     def _due_just_in_time(self) -> bool:
         """`collect_freshness: just_in_time`: the learner steps still owed would run out within one

@@ -15,8 +15,10 @@ afresh, as its rates do). Phases:
 
 The perfect-overlap bound is the wall time the same work would take if collect and eval hid
 fully behind the driver's training (or the driver behind them, whichever side is longer):
-`max(train + driver, collect + eval)`. Collect and eval are added, not overlapped with each other:
-beside the learner's core, a 2-core machine has one core for both workers. From a sync run's
+`max(train + driver, collect + eval - goal_eval) + goal_eval`. Collect and eval are added, not
+overlapped with each other: beside the learner's core, a 2-core machine has one core for both
+workers. `goal_eval` is the eval whose result reached the stop value (0 until one does): it scores
+weights training has made, and the run ends when its result is known, so no pipeline can hide it. From a sync run's
 phases it says how much an async run of the same work can save at best; an async run's wall
 time beside its own bound says how much of that it did save.
 """
@@ -35,6 +37,7 @@ class PhaseClock:
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.goal_eval_s = 0.0  # the eval that reached the stop value (see the docstring)
 
     def add(self, phase: str, seconds: float) -> None:
         """Count `seconds` to `phase` (an async worker's reported busy time, for one)."""
@@ -50,25 +53,27 @@ class PhaseClock:
             self.seconds[phase] += time.perf_counter() - start
 
     def overlap_bound_s(self) -> float:
-        """max(train + driver, collect + eval): see the module docstring."""
-        s = self.seconds
-        return max(s["train"] + s["driver"], s["collect"] + s["eval"])
+        """max(train + driver, collect + eval - goal_eval) + goal_eval: the module docstring."""
+        s, goal = self.seconds, self.goal_eval_s
+        return max(s["train"] + s["driver"], s["collect"] + s["eval"] - goal) + goal
 
     def fields(self, wall_s: float) -> dict[str, float]:
         """The metrics fields: `<phase>_s_total` each, `learner_busy_fraction` (train seconds
         over this process's wall seconds) and `overlap_bound_s`."""
         out = {f"{phase}_s_total": round(value, 3) for phase, value in self.seconds.items()}
         out["learner_busy_fraction"] = round(self.seconds["train"] / max(wall_s, 1e-9), 4)
+        out["goal_eval_s"] = round(self.goal_eval_s, 3)
         out["overlap_bound_s"] = round(self.overlap_bound_s(), 3)
         return out
 
     @staticmethod
     def wall_bound_s(wall_s: float, fields: dict[str, float]) -> float:
         """A sync run's perfect-overlap wall time from its wall seconds and its `stop` line's
-        fields: the wall less the shorter side, the time overlap could hide (start-up, teardown
-        and what no phase counts stay in it)."""
+        fields: the wall less the shorter side, the time overlap could hide (start-up, teardown,
+        what no phase counts and the goal's eval stay in it)."""
         t = {p: fields.get(f"{p}_s_total", 0.0) for p in PHASES}
-        return wall_s - min(t["train"] + t["driver"], t["collect"] + t["eval"])
+        hideable_eval = t["eval"] - fields.get("goal_eval_s", 0.0)
+        return wall_s - min(t["train"] + t["driver"], t["collect"] + hideable_eval)
 
     def summary(self, wall_s: float) -> str:
         """One line for the end of a run: the phases, the busy fraction, the bound."""

@@ -181,6 +181,7 @@ class RunState:
             self._save_best()
         if result.stop and not self.stop_reason:
             self.stop_reason = "stop_value"
+            self.phases.goal_eval_s = result.duration_s  # no pipeline can hide it (phases.py)
         return improved
 
     def _save_best(self) -> None:
