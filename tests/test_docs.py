@@ -2,8 +2,8 @@
 no longer resolves fails the build, so it fails here (and in CI, which runs `make test`).
 
 The build is `mkdocs build --strict` with the repository's mkdocs.yml, into a temporary directory
-(not site/). It needs the `docs` extra, which `dev` pulls in; without mkdocs the test is skipped
-and says why.
+(not site/). It needs the `docs` extra, which `dev` (what `make test` installs) pulls in; without
+mkdocs the test fails rather than skips, so CI cannot pass a broken link by not building.
 
 Beside the build: every `zeropipe ...` line of the pages' bash blocks parses with the CLI's own
 parser, every `configs/NAME.yaml` the pages name exists, and what a user reads (pages, configs,
@@ -28,11 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(
-    importlib.util.find_spec("mkdocs") is None,
-    reason='mkdocs is not installed: pip install -e ".[docs]" (the dev extra has it)',
-)
 def test_the_docs_build_strictly(tmp_path: Path):
+    assert importlib.util.find_spec("mkdocs") is not None, (
+        'mkdocs is not installed: pip install -e ".[docs]" (the dev extra has it)'
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,
