@@ -47,12 +47,71 @@ def test_the_docs_build_strictly(tmp_path: Path):
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
+def _anchors(page: Path) -> set[str]:
+    """The heading ids mkdocs gives `page` (the toc extension's own slugify)."""
+    from markdown.extensions.toc import slugify
+
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.MULTILINE | re.DOTALL)
+    return {slugify(h, "-") for h in re.findall(r"^#+ (.+?)\s*$", text, flags=re.MULTILINE)}
+
+
 def test_the_readme_links_only_to_files_in_the_repository():
-    for target in LINK.findall((ROOT / "README.md").read_text()):
+    targets = LINK.findall((ROOT / "README.md").read_text())
+    assert any("#" in t for t in targets)  # the anchor check below still has work
+    for target in targets:
         assert "://" not in target, f"README.md links outside the repository: {target}"
-        path = (ROOT / target.split("#", 1)[0]).resolve()
+        file, _, anchor = target.partition("#")
+        path = (ROOT / file).resolve()
         assert path.is_relative_to(ROOT), f"README.md links outside the repository: {target}"
         assert path.exists(), f"README.md links to a missing file: {target}"
+        if anchor:
+            assert anchor in _anchors(path), f"README.md links to a missing heading: {target}"
+
+
+README_HEAD_LINES = 60
+# What a new user looks for first, each as the README's command block writes it.
+FIRST_SCREEN = {
+    "train": "zeropipe train configs/",
+    "resume": "--resume",
+    "eval": "zeropipe eval ",
+    "plot": "zeropipe plot ",
+    "TensorBoard": "tensorboard --logdir",
+}
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+
+
+def test_the_readme_is_short_and_shows_the_commands_on_its_first_screen():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; the rest belongs in docs/"
+    head = "\n".join(lines[:README_HEAD_LINES])
+    missing = [what for what, text in FIRST_SCREEN.items() if text not in head]
+    assert missing == [], f"not in README.md's first {README_HEAD_LINES} lines: {missing}"
+
+
+def test_the_commit_hash_pattern_catches_hashes_only():
+    written = {
+        "measured at 2bc1d37": True,
+        "commit 7edbb3ae10e5-dirty": True,
+        "9f717c80c86d5c69b39a56d8ade18e684ce6311a": True,
+        "replay_buffer_size: 1000000": False,  # digits only
+        "a deadbeef value": False,  # letters only
+        "lr 1e-4, 3e-3": False,
+        "2026-12-06": False,
+    }
+    assert {text: bool(COMMIT_HASH.search(text)) for text in written} == written
+
+
+def test_the_readme_and_the_configs_name_no_commit():
+    """The results pages name each figure's commit (rendered from the JSON); what a user reads
+    first, the README and the shipped configs, says the decision and its reason instead."""
+    files = [ROOT / "README.md", *sorted((ROOT / "configs").glob("*.yaml"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if (match := COMMIT_HASH.search(line))
+    ]
+    assert found == []
 
 
 # What a user reads (the pages, the configs' comments, the docstrings and messages in src/, which
