@@ -6,12 +6,14 @@ The build is `mkdocs build --strict` with the repository's mkdocs.yml, into a te
 mkdocs the test fails rather than skips, so CI cannot pass a broken link by not building.
 
 Beside the build: every `zeropipe ...` line of the pages' bash blocks parses with the CLI's own
-parser, every `configs/NAME.yaml` the pages name exists, and what a user reads (pages, configs,
+parser, every `python -m benchmarks ...` line (bash blocks and inline code) with its benchmark's
+own, every `configs/NAME.yaml` the pages name exists, and what a user reads (pages, configs,
 docstrings) names no issue, design note or file outside the repository.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import io
@@ -235,3 +237,63 @@ def test_every_config_file_the_pages_name_exists():
     assert len(named) > 10  # the pattern still finds the pages' configs
     missing = sorted(f"{page}: {config}" for page, config in named if not (ROOT / config).is_file())
     assert missing == []
+
+
+BENCHMARK_SPAN = re.compile(r"`((?:\S*/)?python3? -m benchmarks\b[^`]*)`")
+
+
+def _benchmark_commands() -> list[tuple[str, list[str]]]:
+    """(where, argv after `python -m benchmarks`) for every such line of README.md and docs/:
+    the bash blocks' lines and the inline code spans."""
+    commands = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        for line in [*_shell_lines(text), *BENCHMARK_SPAN.findall(text)]:
+            words = shlex.split(line, comments=True)
+            if (
+                words
+                and words[0].endswith(("python", "python3"))
+                and words[1:3] == ["-m", "benchmarks"]
+            ):
+                argv = words[3:]
+                where = f"{page.relative_to(ROOT)}: python -m benchmarks {shlex.join(argv)}"
+                commands.append((where, argv))
+    return commands
+
+
+BENCHMARK_COMMANDS = _benchmark_commands()
+
+
+class _Parsed(Exception):
+    """Raised once a benchmark's parser has accepted its arguments, before anything runs."""
+
+
+def test_the_pages_show_benchmark_commands():
+    sections = {argv[0] if argv else "" for _, argv in BENCHMARK_COMMANDS}
+    assert {"learning", "resume", "render", "same-run"} <= sections
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "argv", [a for _, a in BENCHMARK_COMMANDS], ids=[w for w, _ in BENCHMARK_COMMANDS]
+)
+def test_a_documented_benchmark_command_parses(argv: list[str], monkeypatch):
+    """Each benchmark's own parser reads the line; parse_args then stops it before it runs."""
+    import benchmarks.__main__ as bench
+
+    parse_args = argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        parse_args(self, args, namespace)  # exits 2 on a line the benchmark refuses
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+    err = io.StringIO()
+    with pytest.raises((_Parsed, SystemExit)) as stopped, contextlib.redirect_stderr(err):
+        if argv and argv[0] in bench.ON_REQUEST:
+            bench.ON_REQUEST[argv[0]](argv[1:])
+        else:
+            monkeypatch.setattr(sys, "argv", ["python -m benchmarks", *argv])
+            bench.main()
+    if stopped.type is SystemExit:
+        pytest.fail(f"python -m benchmarks {shlex.join(argv)}: refused:\n{err.getvalue()}")
