@@ -228,6 +228,13 @@ def test_a_documented_zeropipe_command_parses(argv: list[str]):
         pytest.fail(f"zeropipe {shlex.join(argv)}: the CLI refuses it:\n{err.getvalue()}")
 
 
+def test_the_configs_guide_tables_every_shipped_config():
+    guide = (ROOT / "docs" / "guide" / "configs.md").read_text()
+    shipped = sorted(f"configs/{path.name}" for path in (ROOT / "configs").glob("*.yaml"))
+    assert len(shipped) > 10
+    assert [config for config in shipped if f"`{config}`" not in guide] == []
+
+
 def test_every_config_file_the_pages_name_exists():
     named = {
         (page.relative_to(ROOT), config)
