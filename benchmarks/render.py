@@ -9,7 +9,10 @@ here) and writes
   table as the benchmark prints it;
 - the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
   of that page is written by hand): per learning file the same header, then success and env
-  steps to the threshold per config and pipeline.
+  steps to the threshold per config and pipeline;
+- the README's headline table (between `README_BEGIN` and `README_END`): the `HEADLINE` file's
+  date, machine and run count, then success and wall seconds to the goal, sync against async.
+  No commit there (the README names none); the wall-clock page gives it.
 
 `--check` writes nothing and exits 1 when a committed page differs from what the files render
 (the test suite checks the same).
@@ -24,7 +27,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.learning import Row as LearningRow
-from benchmarks.learning_time import format_phases, format_time_table
+from benchmarks.learning_stats import median_ratios
+from benchmarks.learning_time import WALL, format_phases, format_time_table
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import format_rows
 
@@ -36,6 +40,11 @@ RESULTS_BEGIN = (
     "<!-- rendered by `python -m benchmarks render` from benchmarks/results/: do not edit -->"
 )
 RESULTS_END = "<!-- end of the rendered section -->"
+README = ROOT / "README.md"
+# The learning file whose sync-against-async wall time is the README's headline.
+HEADLINE = RESULTS / "learning_cartpole_five_types_2026-12-06.json"
+README_BEGIN = "<!-- headline rendered by `python -m benchmarks render`: do not edit -->"
+README_END = "<!-- end of the headline -->"
 INTRO = """# Async against sync: wall-clock time
 
 Rendered by `python -m benchmarks render` from the JSON files in `benchmarks/results/`; do not
@@ -119,18 +128,67 @@ def render_results(page: str) -> str:
     Raises:
         ValueError: the page lacks either marker line, or has them out of order.
     """
-    lines = page.split("\n")
-    if RESULTS_BEGIN not in lines or RESULTS_END not in lines:
-        raise ValueError(f"{RESULTS_PAGE} needs the lines {RESULTS_BEGIN!r} and {RESULTS_END!r}")
-    begin, end = lines.index(RESULTS_BEGIN), lines.index(RESULTS_END)
-    if end < begin:
-        raise ValueError(f"{RESULTS_PAGE}: {RESULTS_END!r} comes before {RESULTS_BEGIN!r}")
     section = []
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         if "learning" in data["sections"]:
             section += _learning_summary(path.stem, data)
-    return "\n".join([*lines[: begin + 1], "", *section, *lines[end:]])
+    return _between(page, RESULTS_BEGIN, RESULTS_END, section, RESULTS_PAGE)
+
+
+def render_readme(page: str) -> str:
+    """`page` (README.md's text) with its headline table rendered from `HEADLINE`.
+
+    Raises:
+        ValueError: the page lacks either marker line, or has them out of order.
+    """
+    data = json.loads(HEADLINE.read_text())
+    rows = [LearningRow(**row) for row in data["rows"]]
+    machine = data["machine"]
+    walls = {r.config: r for r in median_ratios(rows, field=WALL)}
+    pairs: dict[str, dict[str, LearningRow]] = {}
+    for row in rows:
+        pairs.setdefault(row.config, {})[row.pipeline] = row
+    table = [
+        f"Measured {data['date']} on {machine['cpu_model']}, {machine['cores']} cores "
+        f"(torch {data['torch']['version']}): CartPole, {rows[0].seeds} seeds a pipeline run one "
+        f"at a time; median wall seconds from start to eval {rows[0].threshold:g} (async / sync "
+        "below 1: async got there sooner).",
+        "",
+        "| config | reached sync / async | wall s, sync | async | async / sync [95%] |",
+        "|---|---|---|---|---|",
+    ]
+    for config, pair in pairs.items():
+        if {"sync", "async"} - pair.keys():
+            continue
+        s, a = pair["sync"], pair["async"]
+        ratio = walls.get(config)
+        spread = "-" if ratio is None else f"{ratio.ratio:.2f} [{ratio.low:.2f}, {ratio.high:.2f}]"
+        table.append(
+            f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
+            f"{len(getattr(a, WALL))}/{a.seeds} | {_median_s(getattr(s, WALL))} "
+            f"| {_median_s(getattr(a, WALL))} | {spread} |"
+        )
+    return _between(page, README_BEGIN, README_END, [*table, ""], README)
+
+
+def _median_s(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f}" if values else "-"
+
+
+def _between(page: str, begin: str, end: str, section: list[str], where: Path) -> str:
+    """`page` with the lines between its `begin` and `end` marker lines replaced by `section`.
+
+    Raises:
+        ValueError: the page lacks either marker line, or has them out of order.
+    """
+    lines = page.split("\n")
+    if begin not in lines or end not in lines:
+        raise ValueError(f"{where} needs the lines {begin!r} and {end!r}")
+    first, last = lines.index(begin), lines.index(end)
+    if last < first:
+        raise ValueError(f"{where}: {end!r} comes before {begin!r}")
+    return "\n".join([*lines[: first + 1], "", *section, *lines[last:]])
 
 
 def _learning_summary(name: str, data: dict) -> list[str]:
@@ -155,7 +213,11 @@ def _learning_summary(name: str, data: dict) -> list[str]:
 def pages() -> dict[Path, str]:
     """Each rendered page -> the text it should have."""
     results = RESULTS_PAGE.read_text() if RESULTS_PAGE.is_file() else ""
-    return {PAGE: render(), RESULTS_PAGE: render_results(results)}
+    return {
+        PAGE: render(),
+        RESULTS_PAGE: render_results(results),
+        README: render_readme(README.read_text()),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

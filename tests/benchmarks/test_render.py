@@ -1,6 +1,6 @@
-"""The wall-clock results page, and the rendered section of the results page, are what
-`python -m benchmarks render` makes of the committed JSON files: a figure there cannot be typed by
-hand or go stale."""
+"""The wall-clock results page, the rendered section of the results page and the README's
+headline table are what `python -m benchmarks render` makes of the committed JSON files: a figure
+there cannot be typed by hand or go stale."""
 
 from __future__ import annotations
 
@@ -18,6 +18,24 @@ def test_the_committed_page_is_the_rendered_one():
 def test_the_committed_results_page_is_the_rendered_one():
     page = render.RESULTS_PAGE.read_text()
     assert page == render.render_results(page)
+
+
+def test_the_committed_readme_headline_is_the_rendered_one():
+    page = render.README.read_text()
+    assert page == render.render_readme(page)
+
+
+def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
+    page = "# zeropipe\n" + render.README_BEGIN + "\nstale\n" + render.README_END + "\nrest\n"
+    out = render.render_readme(page)
+    assert out.startswith("# zeropipe\n" + render.README_BEGIN + "\n\nMeasured 2026-12-06 on ")
+    assert out.endswith("\n\n" + render.README_END + "\nrest\n")
+    assert "stale" not in out and "commit" not in out  # the README names no commit
+    # the rows of learning_cartpole_five_types_2026-12-06.json, as its page tables them
+    assert "| cartpole_muzero | 8/8, 8/8 | 16.8 | 20.9 | 1.25 [0.54, 1.92] |" in out
+    assert "| cartpole_muzero_context | 8/8, 8/8 | 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
+    with pytest.raises(ValueError, match="needs the lines"):
+        render.render_readme("# zeropipe without markers\n")
 
 
 def test_the_check_passes_on_the_committed_pages():
