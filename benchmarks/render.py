@@ -50,8 +50,10 @@ INTRO = """# Async against sync: wall-clock time
 Rendered by `python -m benchmarks render` from the JSON files in `benchmarks/results/`; do not
 edit by hand. Every figure comes from runs made one at a time on the machine named with it.
 "Wall s" is a process's wall time, start to exit. The perfect-overlap bound of a sync run is its
-wall time less the shorter side of max(train + driver, collect + eval): what an async run of the
-same work could take at best ([where the time goes](async.md#where-the-time-goes)).
+wall time less the shorter side of max(train + driver, collect + eval - goal eval): what an async
+run of the same work could take at best ([where the time goes](async.md#where-the-time-goes)). The
+goal eval, the eval whose result reached the goal, cannot be hidden; runs whose `stop` line has no
+`goal_eval_s` (the files before it existed) count it as hideable, a bound lower than it should be.
 """
 
 
