@@ -37,10 +37,10 @@ from benchmarks.learning_stats import (
     median_ratios,
     pooled_async_ratio,
 )
-from benchmarks.learning_time import format_phases, format_time_table
+from benchmarks.learning_time import format_pace, format_phases, format_time_table, grid_pace
 from benchmarks.machine import describe_run
 from benchmarks.overrides import for_pipeline, recorded_command
-from zeropipe.cli.curves import plot_runs, read_run
+from zeropipe.cli.curves import complete_lines, plot_runs, read_run
 from zeropipe.cli.errors import InputError
 from zeropipe.pipeline.phases import PHASES, PhaseClock
 
@@ -75,6 +75,8 @@ class Curve:
     # and its `stop` line (the stop reason and the time accounting's phase seconds)
     process_wall_s: float | None = None
     stop: dict = field(default_factory=dict)
+    # learning_time.grid_pace: when the first scored weights were made, and their eval's latency
+    pace: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,10 @@ class Row:
     learner_busy_fraction: list[float] = field(default_factory=list)
     # median seconds per phase over those seeds (collect, train, driver, eval, wait)
     phase_s: dict[str, float] = field(default_factory=dict)
+    # per seed (learning_time.grid_pace): process seconds when the first scored weights were
+    # made, and seconds from then to their eval's result
+    first_grid_version_s: list[float] = field(default_factory=list)
+    first_eval_latency_s: list[float] = field(default_factory=list)
 
 
 def _command(spec: RunSpec, overrides: list[str], threads: int | None) -> list[str]:
@@ -138,6 +144,7 @@ def _read_curve(spec: RunSpec, returncode: int) -> Curve:
         run.owed.value.tolist(),
         process_wall_s=wall,
         stop=_stop_line(spec.run_dir),
+        pace=grid_pace(_metrics_lines(spec.run_dir), wall),
     )
 
 
@@ -153,6 +160,13 @@ def _stop_line(run_dir: Path) -> dict:
     lines = metrics.read_text().splitlines() if metrics.is_file() else []
     stops = [json.loads(x) for x in lines if x.startswith('{"event": "stop"')]
     return stops[-1] if stops else {}
+
+
+def _metrics_lines(run_dir: Path) -> list[dict]:
+    """The run's whole `metrics.jsonl` lines, parsed (a torn last line left out)."""
+    metrics = run_dir / "log" / "metrics.jsonl"
+    text = metrics.read_text() if metrics.is_file() else ""
+    return [json.loads(line) for line in complete_lines(text) if line]
 
 
 def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s: float) -> Curve:
@@ -223,6 +237,8 @@ def judge(curves: list[Curve], threshold: float, hold_envsteps: int = 0) -> Row:
         lowest_in_hold=holds,
         learner_steps_to_threshold=learner,
         owed_at_threshold=owed,
+        first_grid_version_s=[c.pace[0] for c in curves if c.pace],
+        first_eval_latency_s=[c.pace[1] for c in curves if c.pace],
         **goal,
     )
 
@@ -450,6 +466,7 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(format_median_ratio(r) for r in median_ratios(rows)))
         print(format_time_table(rows))
     print(format_phases(rows))
+    print(format_pace(rows))
     header["command"] = recorded_command("learning", argv or sys.argv[2:])
     header["date"] = time.strftime("%Y-%m-%d")
     rows_json = [asdict(r) for r in rows]

@@ -60,6 +60,47 @@ def format_phases(rows) -> str:
     return "\n".join(out)
 
 
+def format_pace(rows) -> str:
+    """Per row, when the learner made the first version the eval grid scores and how long its
+    eval's result took after that (medians over every seed): the pipelines' pace, which the
+    wall time to the goal mixes with the learning's luck (which version first passes)."""
+    out = []
+    for row in rows:
+        if row.first_grid_version_s:
+            out.append(
+                f"pace, {Path(row.config).stem} {row.pipeline} (median s): first eval's weights "
+                f"made at {statistics.median(row.first_grid_version_s):.1f}, its result "
+                f"{statistics.median(row.first_eval_latency_s):.1f} later"
+            )
+    return "\n".join(out)
+
+
+def grid_pace(lines: list[dict], process_wall_s: float | None) -> tuple[float, float] | None:
+    """(process seconds when the learner made the weights of the run's first scheduled eval,
+    seconds from then to that eval's result), from a run's metrics lines; None where it has no
+    such eval or no `stop` line. Process seconds are a line's `time_s` plus the wall the
+    process spent before its log began (its wall less its `stop` line's time_s: the start-up)."""
+    stop = next((e for e in reversed(lines) if e["event"] == "stop"), None)
+    first = next(
+        (
+            e
+            for e in lines
+            if e["event"] == "eval" and e.get("policy_version", 0) > 0 and not e.get("final")
+        ),
+        None,
+    )
+    if stop is None or first is None or process_wall_s is None:
+        return None
+    version = first["policy_version"]
+    made = next(
+        (e["time_s"] for e in lines if e["event"] == "train" and e["train_iter"] >= version), None
+    )
+    if made is None:
+        return None
+    start_up = process_wall_s - stop["time_s"]
+    return round(made + start_up, 3), round(first["time_s"] - made, 3)
+
+
 def _median(values, fmt: str = ".1f") -> str:
     return format(statistics.median(values), fmt) if values else "-"
 

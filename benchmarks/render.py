@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_stats import median_ratios
-from benchmarks.learning_time import WALL, format_phases, format_time_table
+from benchmarks.learning_time import WALL, format_pace, format_phases, format_time_table
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import format_rows
 
@@ -91,7 +91,9 @@ def _section(name: str, data: dict) -> str:
     if "pong" in data["sections"]:
         return "\n".join([*head, *_window_table(data["rows"]), ""])
     rows = [LearningRow(**row) for row in data["rows"]]
-    return "\n".join([*head, format_time_table(rows), "", format_phases(rows), ""])
+    pace = format_pace(rows)
+    tail = [format_phases(rows), *([pace] if pace else []), ""]
+    return "\n".join([*head, format_time_table(rows), "", *tail])
 
 
 def _window_table(rows: list[dict]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.learning import Curve, RunSpec, judge
-from benchmarks.learning_time import format_time_table
+from benchmarks.learning_time import format_pace, format_time_table, grid_pace
 from benchmarks.overrides import for_pipeline
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import add_run, format_rows
@@ -73,3 +73,29 @@ def test_a_window_run_reports_its_phases_at_its_last_learner_step_in_the_window(
         "learner_busy_fraction": 0.75,
     }
     assert _phases(None) == {}  # no learner step inside the window
+
+
+def test_grid_pace_reads_when_the_first_scored_weights_were_made_and_their_eval_latency():
+    lines = [
+        {"event": "train", "time_s": 4.0, "train_iter": 240},
+        {"event": "train", "time_s": 4.5, "train_iter": 250},
+        {"event": "eval", "time_s": 5.0, "policy_version": 0},  # eval_at_start: not the grid's
+        {"event": "train", "time_s": 6.0, "train_iter": 260},
+        {"event": "eval", "time_s": 7.5, "policy_version": 250},
+        {"event": "eval", "time_s": 9.0, "policy_version": 500},
+        {"event": "stop", "time_s": 10.0},
+    ]
+    # 2.0 s of the 12.0 s process went before the log began: made at 4.5 + 2.0, result 3.0 later
+    assert grid_pace(lines, process_wall_s=12.0) == (6.5, 3.0)
+    assert grid_pace(lines[:-1], process_wall_s=12.0) is None  # no stop line
+    assert grid_pace(lines, process_wall_s=None) is None
+    spec = RunSpec("configs/cartpole_muzero.yaml", "async", 0, Path("/nowhere/0"))
+    curves = [
+        Curve(spec, [1000], [5.0], [100.0], 0, pace=(6.5, 3.0)),
+        Curve(spec, [1000], [5.0], [100.0], 0, pace=(7.5, 2.0)),
+    ]
+    text = format_pace([judge(curves, threshold=195)])
+    assert text == (
+        "pace, cartpole_muzero async (median s): first eval's weights made at 7.0, "
+        "its result 2.5 later"
+    )

@@ -39,14 +39,14 @@ async def test_the_backend_adopts_the_workers_started_early(tmp_path, monkeypatc
     early = early_workers(cfg)
     assert early is not None
     pids = {process.pid for _spec, process, _conn in early.started}
-    assert len(pids) == 2  # tiny_config: one collector, one evaluator
+    assert len(pids) == 1  # tiny_config: one collector (evaluators start with the backend)
     spawned = _spawns(monkeypatch)
     try:
         summary = await train_async(cfg, show_progress=False, early_workers=early)
     finally:
         early.close()
     assert summary.stop_reason == "max_env_step"
-    assert spawned == []  # every worker was one of the early ones
+    assert spawned == ["zeropipe-evaluator-0"]  # the collector was the early one
     assert early.started == []
 
 

@@ -214,3 +214,33 @@ def test_every_spawn_gets_its_own_seed():
     replacements = [seed for (_r, _w, gen), seed in seeds.items() if gen > 0]
     assert len(set(replacements)) == len(replacements) and 7 not in replacements
     assert spawn_seed(8, "collector", 0, 1) != spawn_seed(7, "collector", 0, 1)
+
+
+async def test_training_starts_before_the_evaluator_has_started(tmp_path, monkeypatch):
+    """The run waits for its collectors' handshakes only: while evaluator-0's hello is held, the
+    learner trains past the first eval's point; released, the evaluator scores the due eval."""
+    gate = asyncio.Event()
+    real_hello = DriverEndpoint.expect_hello
+
+    async def held_hello(self, timeout=None):
+        if self.worker_name == "evaluator-0":
+            await gate.wait()
+        return await real_hello(self, timeout)
+
+    monkeypatch.setattr(DriverEndpoint, "expect_hello", held_hello)
+    run = tmp_path / "run"
+    cfg = tiny_config(run)
+    cfg.max_env_step = 10**6
+    driver = asyncio.create_task(train_async(cfg, show_progress=False), name="driver")
+    try:
+        due = cfg.policy.eval_freq
+        await wait_for_event(run, lambda e: e["event"] == "train" and e["train_iter"] > due)
+        assert not [e for e in events(run) if e["event"] == "eval"]
+        gate.set()
+        scored = await wait_for_event(run, lambda e: e["event"] == "eval", timeout_s=60)
+        assert scored["policy_version"] == due  # the version that was due, not a later one
+    finally:
+        gate.set()
+        driver.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await driver

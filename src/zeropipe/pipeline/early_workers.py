@@ -4,11 +4,14 @@ Runs in: the CLI process, before it imports the driver. A spawned worker needs a
 before it can collect (a fresh interpreter imports torch, then builds its network and envs); the
 `train` command itself spends about as long importing the driver (torch, tensorboardX, the
 optimiser's torch._dynamo) and building the learner. Started one after the other, a run's first
-collect waited for both; started here, as soon as the config is checked, the workers get ready
-while the driver imports, and the process backend (supervisor.WorkerPool) adopts each one whose
-start it would have made itself: same role, id and spec (the config, the generation-0 seed, the
-threads). A worker it does not adopt (the config changed on the way, or the run never started) is
-killed by `close()`, which every exit path of the CLI calls.
+collect waited for both; started here, as soon as the config is checked, the collectors get
+ready while the driver imports, and the process backend (supervisor.WorkerPool) adopts each one
+whose start it would have made itself: same role, id and spec (the config, the generation-0 seed,
+the threads). Evaluators are not started here: nothing needs them before the first eval, and on a
+2-core machine a third interpreter importing torch slowed the two the run waits for (the driver
+and the collector); the backend starts them without waiting for their handshake. A worker it
+does not adopt (the config changed on the way, or the run never started) is killed by `close()`,
+which every exit path of the CLI calls.
 
 Only the CLI does this: an application that embeds the driver has imported it long before.
 """
@@ -40,7 +43,7 @@ def spawn_worker(spec: WorkerSpec, name: str) -> tuple[Any, Connection]:
 
 
 class EarlyWorkers:
-    """The generation-0 workers of `cfg`'s process backend, started now.
+    """The generation-0 collectors of `cfg`'s process backend, started now.
 
     Args:
         cfg: the run's config, async pipeline on, backend `process`.
@@ -50,7 +53,7 @@ class EarlyWorkers:
         plan = ReplacingWorkers(cfg, asyncio.Queue(), WorkerHandle)
         self.started: list[tuple[WorkerSpec, Any, Connection]] = []
         try:
-            for handle in plan.workers:
+            for handle in plan.of_role("collector"):
                 spec = plan.next_spec(handle)
                 self.started.append((spec, *spawn_worker(spec, f"zeropipe-{handle.name}")))
         except BaseException:
@@ -76,7 +79,7 @@ class EarlyWorkers:
 
 
 def early_workers(cfg: ExperimentConfig) -> EarlyWorkers | None:
-    """Start `cfg`'s workers now when its run is async on the process backend; else None."""
+    """Start `cfg`'s collectors now when its run is async on the process backend; else None."""
     ap = cfg.policy.async_pipeline
     if not ap.enabled or ap.backend != "process":
         return None

@@ -18,9 +18,9 @@ fully behind the driver's training (or the driver behind them, whichever side is
 `max(train + driver, collect + eval - goal_eval) + goal_eval`. Collect and eval are added, not
 overlapped with each other: beside the learner's core, a 2-core machine has one core for both
 workers. `goal_eval` is the eval whose result reached the stop value (0 until one does): it scores
-weights training has made, and the run ends when its result is known, so no pipeline can hide it. From a sync run's
-phases it says how much an async run of the same work can save at best; an async run's wall
-time beside its own bound says how much of that it did save.
+weights training has made, and the run ends when its result is known, so no pipeline can hide it.
+From a sync run's phases it says how much an async run of the same work can save at best; an
+async run's wall time beside its own bound says how much of that it did save.
 """
 
 from __future__ import annotations

@@ -99,10 +99,21 @@ class WorkerPool(ReplacingWorkers):
         await handle.endpoint.send(request)
 
     async def start(self) -> None:
-        """Spawn every worker and complete its handshake (concurrently)."""
+        """Spawn every worker; complete the collectors' handshakes (concurrently).
+
+        An evaluator's handshake runs in its `starting` task, as a replacement's does: the run
+        needs no evaluator before its first eval, which waits for one that is idle, and its
+        start-up (about a second of importing torch) then overlaps the first collect and the
+        first learner steps instead of delaying them. One that fails to start reaches the inbox
+        as `WorkerStartFailed`, a death the driver counts.
+        """
         for handle in self.workers:
             self._create(handle)
-        await asyncio.gather(*(self._handshake(h) for h in self.workers))
+        for handle in self.of_role("evaluator"):
+            handle.starting = asyncio.create_task(
+                self._start_replacement(handle, handle.generation), name=f"{handle.name}-start"
+            )
+        await asyncio.gather(*(self._handshake(h) for h in self.of_role("collector")))
 
     def _create(self, handle: ProcessHandle) -> None:
         spec = self.next_spec(handle)
