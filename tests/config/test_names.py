@@ -11,14 +11,17 @@ ENV = {"env_id": "CartPole-v1"}
 # (where the LightZero key is written, the key, words the one line must hold, words it must not)
 CASES = [
     ("policy", "model_path", "use train --init-from CKPT", ""),
-    ("policy.model", "lstm_hidden_size", "policy.value_prefix.lstm_hidden_size", "hidden_dim'"),
-    ("policy", "lstm_hidden_size", "the other types have no LSTM to size", "did you mean"),
+    ("policy.model", "lstm_hidden_size", "of efficientzero / sampled_efficientzero)", "dim'"),
+    ("policy", "lstm_hidden_size", "not used by policy.type 'muzero' (it has no LSTM", "mean"),
     ("policy.model", "res_connection_in_dynamics", "policy.model.dynamics_residual", ""),
     ("policy", "collector_env_num", "use env.collector_env_num", ""),
     ("policy", "evaluator_env_num", "use env.evaluator_env_num", ""),
-    ("env", "manager", "not needed: there is no DI-engine env manager", ""),
-    ("policy.model", "discrete_action_encoding_type", "not needed: a discrete action", ""),
-    ("", "create_config", "not needed: policy.type and env.env_id pick", ""),
+    ("env", "manager", "in LightZero, DI-engine's env manager (", "LightZero's name"),
+    ("env", "manager", "zeropipe does not need it (each collector steps", ""),
+    ("policy.model", "discrete_action_encoding_type", "in LightZero, how a discrete action", ""),
+    ("policy.model", "discrete_action_encoding_type", "does not need it (a discrete action", ""),
+    ("", "create_config", "in LightZero, the DI-engine import names", ""),
+    ("", "create_config", "does not need it (policy.type and env.env_id pick", ""),
 ]
 
 
@@ -39,6 +42,26 @@ def test_lightzero_key_gets_zeropipes_name(where, key, want, not_want):
     path = f"{where}.{key}".lstrip(".")
     assert f"unknown key '{path}'" in line and want in line, line
     assert not not_want or not_want not in line, line
+
+
+@pytest.mark.parametrize(
+    ("policy_type", "want"),
+    [
+        (
+            "efficientzero",
+            "LightZero's name (the value-prefix LSTM): use policy.value_prefix.lstm_hidden_size",
+        ),
+        ("sampled_efficientzero", "use policy.value_prefix.lstm_hidden_size"),
+        ("unizero", "not used by policy.type 'unizero' (it has no LSTM"),
+        ("gumbel_muzero", "not used by policy.type 'gumbel_muzero' (it has no LSTM"),
+    ],
+)
+def test_lstm_hidden_size_is_answered_for_the_configs_type(policy_type, want):
+    raw = {"env": ENV, "policy": {"type": policy_type, "model": {"lstm_hidden_size": 64}}}
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(raw)
+    (line,) = info.value.lines
+    assert "unknown key 'policy.model.lstm_hidden_size'" in line and want in line, line
 
 
 def test_lstm_hidden_size_is_valid_where_the_value_prefix_types_read_it():

@@ -118,9 +118,8 @@ def _check_path(override: Override, type_name: str) -> None:
                 f"not of {type_name!r}; remove it or change policy.type"
             )
         where = ".".join(parts[:depth]) or "the top level"
-        raise ConfigError(
-            f"{override.label}: unknown key {part!r} in {where}; {unknown_key_help(part, valid)}"
-        )
+        help_ = unknown_key_help(part, valid, type_name)
+        raise ConfigError(f"{override.label}: unknown key {part!r} in {where}; {help_}")
 
 
 def refuse_async_keys_in_sync_run(overrides: Sequence[Override]) -> None:
