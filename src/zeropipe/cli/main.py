@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a config field, e.g. --set policy.batch_size=64 (repeatable; values are "
-        "YAML, 1e6 included). train: a policy.async_pipeline.* key needs --async-pipeline (in "
-        "the YAML file such keys are allowed: they are used only when the run is async)",
+        "YAML, 1e6 included). train: a policy.async_pipeline.* setting, here or in the YAML "
+        "file (where it is not its default), needs --async-pipeline",
     )
     train = sub.add_parser("train", parents=[common], help="train an agent")
     train.add_argument(
@@ -290,7 +290,9 @@ def _train(args: argparse.Namespace) -> int:
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if not cfg.policy.async_pipeline.enabled:
-        refuse_async_keys_in_sync_run([parse_override(item) for item in args.overrides])
+        overrides = [parse_override(item) for item in args.overrides]
+        raw = None if args.resume else read_yaml(args.config)  # a run's config.yaml is as it ran
+        refuse_async_keys_in_sync_run(overrides, raw, cfg, args.config)
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
         raise ConfigError(
             "--status: the status endpoint is served by the async pipeline; add "
