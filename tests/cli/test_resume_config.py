@@ -110,7 +110,12 @@ def test_init_from_weights_of_another_architecture_is_one_line(stopped_run: Path
         "--set", "policy.model.latent_dim=24", cwd=tmp,
     )  # fmt: skip
     assert start.returncode == 2
-    assert start.stderr.count("\n") == 1 and "--init-from: the weights do not fit" in start.stderr
+    (line,) = start.stderr.splitlines()
+    assert line.startswith(f"zeropipe: config error: --init-from: the weights in {ckpt} do not fit")
+    # the tensor, and the setting that differs named in full, as in the YAML file
+    assert "(representation.out.weight is (16, 16) there, (24, 16) here)" in line
+    assert ": policy.model.latent_dim 16 there, 24 here (its run's config, " in line
+    assert line.endswith("; set them as there, or start without --init-from")
     assert not (tmp / "third").exists()
     assert json.loads((stopped_run / "log" / "metrics.jsonl").read_text().splitlines()[-1])
 

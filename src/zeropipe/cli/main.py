@@ -276,7 +276,12 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
                 init = load_checkpoint_weights(args.init_from).state_dict
             except InputError as exc:
                 raise ConfigError(f"--init-from: {exc}") from None
-        return load_checked(args.config, args.overrides), {"init_weights": init}
+        cfg = load_checked(args.config, args.overrides)
+        if init is not None:
+            from zeropipe.cli.init_weights import check_init_weights
+
+            check_init_weights(cfg, args.init_from, init)
+        return cfg, {"init_weights": init}
     from zeropipe.config.resume import load_resume_config
 
     cfg, notes = load_resume_config(args.config, args.overrides)
