@@ -48,6 +48,17 @@ def test_bad_set_items_are_blamed_on_the_set(tmp_path):
     assert "fractional part" in by_item["--set policy.num_simulations=1.5"]
 
 
+def test_a_set_of_a_section_key_written_flat_names_its_section(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text(TINY.format(exp="run"))
+    proc = run_cli("config", str(good), "--set", "policy.gumbel_scale=5", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"{PREFIX}--set policy.gumbel_scale=5: unknown key 'gumbel_scale' in policy; an option "
+        "of policy.type gumbel_muzero ('policy.gumbel.gumbel_scale' there)\n"
+    )
+
+
 @pytest.mark.timeout(150)
 def test_integral_floats_fill_int_fields(tmp_path):
     path = tmp_path / "c.yaml"

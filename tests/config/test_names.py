@@ -70,3 +70,29 @@ def test_lstm_hidden_size_is_valid_where_the_value_prefix_types_read_it():
         "policy": {"type": "efficientzero", "value_prefix": {"lstm_hidden_size": 64}},
     }
     assert config_from_dict(raw).policy.value_prefix.lstm_hidden_size == 64
+
+
+# (policy.type, a key written directly in `policy`, the help the one line ends with)
+FLAT_KEYS = [
+    ("muzero", "latent_dim", "did you mean 'policy.model.latent_dim'?"),
+    (
+        "muzero",
+        "max_num_considered_actions",
+        "an option of policy.type gumbel_muzero ('policy.gumbel.max_num_considered_actions' there)",
+    ),
+    (
+        "muzero",
+        "lstm_horizon_len",
+        "an option of policy.type efficientzero / sampled_efficientzero "
+        "('policy.value_prefix.lstm_horizon_len' there)",
+    ),
+    ("gumbel_muzero", "gumbel_scale", "did you mean 'policy.gumbel.gumbel_scale'?"),
+]
+
+
+@pytest.mark.parametrize(("policy_type", "key", "want"), FLAT_KEYS)
+def test_a_sections_key_written_flat_in_policy_names_its_section(policy_type, key, want):
+    raw = {"env": ENV, "policy": {"type": policy_type, key: 1}}
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(raw)
+    assert info.value.lines == [f"<dict>: unknown key 'policy.{key}'; {want}"]

@@ -100,13 +100,20 @@ def other_types_owning(path: Sequence[str], key: str, policy_type: str) -> list[
     ]
 
 
-def unknown_key_help(key: str, valid: Sequence[str] | None, policy_type: str = "muzero") -> str:
-    """One short clause after "unknown key X": LightZero's name, a close match, or a pointer.
+def unknown_key_help(
+    key: str,
+    valid: Sequence[str] | None,
+    policy_type: str = "muzero",
+    where: Sequence[str] = (),
+) -> str:
+    """One short clause after "unknown key X": LightZero's name, the policy section that has the
+    key (LightZero writes a type's options flat in `policy`), a close match, or a pointer.
 
     Args:
         key: the unknown key (its last part).
         valid: the field names of the section it was written in (None: not a section).
         policy_type: the config's policy type (some LightZero keys map to one type's field).
+        where: the path of the section it was written in, e.g. ("policy",).
     """
     if key == LSTM_KEY:
         return _lstm_help(policy_type)
@@ -115,6 +122,9 @@ def unknown_key_help(key: str, valid: Sequence[str] | None, policy_type: str = "
     if key in LIGHTZERO_UNNEEDED:
         what, why = LIGHTZERO_UNNEEDED[key]
         return f"in LightZero, {what}; zeropipe does not need it ({why}): remove it"
+    nested = _nested_home(key, where, policy_type)
+    if nested:
+        return nested
     close = difflib.get_close_matches(key, valid or (), n=1, cutoff=0.6)
     if close:
         return f"did you mean {close[0]!r}?"
@@ -131,4 +141,23 @@ def _lstm_help(policy_type: str) -> str:
     return (
         f"LightZero's value-prefix LSTM size, not used by policy.type {policy_type!r} (it has no "
         f"LSTM; {key} of {' / '.join(owners)}): remove it"
+    )
+
+
+def _nested_home(key: str, where: Sequence[str], policy_type: str) -> str:
+    """Where `key`, written directly in `policy`, is a field one section down: in this type's
+    own section, else in other types' (named). Empty when it is in none."""
+    if tuple(where) != ("policy",):
+        return ""
+    homes: dict[str, list[str]] = {}  # "policy.section.key" -> the types that have it
+    for type_name in registered_policy_types():
+        for section in fields_at(["policy"], type_name) or ():
+            if key in (fields_at(["policy", section], type_name) or ()):
+                homes.setdefault(f"policy.{section}.{key}", []).append(type_name)
+    for home, owners in homes.items():
+        if policy_type in owners:
+            return f"did you mean {home!r}?"
+    return "; ".join(
+        f"an option of policy.type {' / '.join(owners)} ({home!r} there)"
+        for home, owners in homes.items()
     )

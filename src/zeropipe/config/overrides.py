@@ -119,7 +119,7 @@ def _check_path(override: Override, type_name: str) -> None:
                 f"not of {type_name!r}; remove it or change policy.type"
             )
         where = ".".join(parts[:depth]) or "the top level"
-        help_ = unknown_key_help(part, valid, type_name)
+        help_ = unknown_key_help(part, valid, type_name, parts[:depth])
         raise ConfigError(f"{override.label}: unknown key {part!r} in {where}; {help_}")
 
 
