@@ -43,6 +43,17 @@ def test_async_keys_need_the_async_pipeline(tiny_yaml):
     assert not (tiny_yaml.parent / "run").exists()
 
 
+def test_async_settings_in_the_yaml_need_the_async_pipeline(tiny_yaml):
+    tiny_yaml.write_text(tiny_yaml.read_text() + "  async_pipeline: {max_policy_lag: 2}\n")
+    with pytest.raises(ConfigError) as info:
+        zeropipe.train(tiny_yaml)
+    (line,) = info.value.lines
+    assert line.startswith(f"{tiny_yaml}: policy.async_pipeline.max_policy_lag: ") and (
+        "pipeline='async'" in line
+    )
+    assert not (tiny_yaml.parent / "run").exists()
+
+
 def test_a_run_directory_without_resume_is_refused(tiny_yaml):
     with pytest.raises(ConfigError, match="resume=True"):
         zeropipe.train(tiny_yaml.parent)

@@ -65,8 +65,8 @@ def train(
         config_or_path: a config (``load_config``), a YAML file or, with ``resume``, a run
             directory.
         overrides: dotted keys to values set on top of the config. A
-            ``policy.async_pipeline.*`` key needs ``pipeline="async"`` (in the YAML file such
-            keys are allowed: they are used only by async runs). With ``resume``, only what
+            ``policy.async_pipeline.*`` key needs ``pipeline="async"``, as one in the YAML file
+            does where it is not its default. With ``resume``, only what
             ``zeropipe train --resume --set`` may change.
         pipeline: ``"sync"`` (one process; the config's async settings unused, whatever its
             ``policy.async_pipeline.enabled`` says) or ``"async"``
@@ -99,6 +99,9 @@ def train(
         cfg = load_checked("", (), cfg=_resumed(config_or_path, given))
     else:
         loaded, swap = _config(config_or_path, given)
+        if pipeline == "sync" and not isinstance(config_or_path, ExperimentConfig):
+            raw = read_yaml(config_or_path)  # its async settings would be ignored
+            refuse_async_keys_in_sync_run(given, raw, loaded, str(config_or_path))
         cfg = load_checked("", (), loaded, swap=swap)
     cfg.policy.async_pipeline.enabled = pipeline == "async"
     if pipeline == "sync":

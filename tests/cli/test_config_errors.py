@@ -48,6 +48,17 @@ def test_bad_set_items_are_blamed_on_the_set(tmp_path):
     assert "fractional part" in by_item["--set policy.num_simulations=1.5"]
 
 
+def test_a_set_of_a_section_key_written_flat_names_its_section(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text(TINY.format(exp="run"))
+    proc = run_cli("config", str(good), "--set", "policy.gumbel_scale=5", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"{PREFIX}--set policy.gumbel_scale=5: unknown key 'gumbel_scale' in policy; an option "
+        "of policy.type gumbel_muzero ('policy.gumbel.gumbel_scale' there)\n"
+    )
+
+
 @pytest.mark.timeout(150)
 def test_integral_floats_fill_int_fields(tmp_path):
     path = tmp_path / "c.yaml"
@@ -80,11 +91,26 @@ def test_async_set_in_a_sync_run_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.timeout(150)
+def test_async_settings_in_the_yaml_of_a_sync_run_are_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    text = TINY.format(exp="run") + "  async_pipeline: {num_collector_actors: 2, backend: ray}\n"
+    path.write_text(text)
+    proc = run_cli("train", str(path), "--quiet", cwd=tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
+    for key, line in zip(("num_collector_actors", "backend"), lines, strict=True):
+        assert line.startswith(f"{PREFIX}{path}: policy.async_pipeline.{key}: "), line
+        assert "this run is sync; add --async-pipeline" in line, line
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.timeout(300)
-def test_async_keys_in_the_yaml_are_allowed_in_a_sync_run(tmp_path):
+def test_async_keys_at_their_defaults_or_enabled_are_allowed_in_a_sync_run(tmp_path):
+    """`zeropipe config` spells out every async field at its default: its output still trains."""
     path = tmp_path / "c.yaml"
     text = TINY.format(exp="run").replace("max_env_step: 240", "max_env_step: 40")
-    path.write_text(text + "  async_pipeline: {num_collector_actors: 2}\n")
+    path.write_text(text + "  async_pipeline: {enabled: false, num_collector_actors: 1}\n")
     proc = run_cli("train", str(path), "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "run" / "config.yaml").is_file()

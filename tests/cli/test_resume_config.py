@@ -110,7 +110,12 @@ def test_init_from_weights_of_another_architecture_is_one_line(stopped_run: Path
         "--set", "policy.model.latent_dim=24", cwd=tmp,
     )  # fmt: skip
     assert start.returncode == 2
-    assert start.stderr.count("\n") == 1 and "--init-from: the weights do not fit" in start.stderr
+    (line,) = start.stderr.splitlines()
+    assert line.startswith(f"zeropipe: config error: --init-from: the weights in {ckpt} do not fit")
+    # the tensor, and the setting that differs named in full, as in the YAML file
+    assert "(representation.out.weight is (16, 16) there, (24, 16) here)" in line
+    assert ": policy.model.latent_dim 16 there, 24 here (its run's config, " in line
+    assert line.endswith("; set them as there, or start without --init-from")
     assert not (tmp / "third").exists()
     assert json.loads((stopped_run / "log" / "metrics.jsonl").read_text().splitlines()[-1])
 
@@ -160,3 +165,41 @@ def test_a_bad_set_value_on_resume_is_blamed_on_the_set(stopped_run: Path):
     )
     assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
     assert again.stderr.startswith("zeropipe: config error: --set max_env_step=abc: max_env_step")
+
+
+def test_resuming_a_run_at_its_max_env_step_trains_nothing_and_says_what_to_raise(
+    stopped_run: Path,
+):
+    before = files_of(stopped_run)
+    again = run_cli("train", "run", "--resume", "--quiet", cwd=stopped_run.parent)
+    assert again.returncode == 0, again.stderr
+    (line,) = again.stderr.splitlines()
+    assert line.startswith("zeropipe: the run has met its stop rule already (env step ")
+    assert ">= max_env_step 240;" in line and "nothing to train" in line
+    assert line.endswith("zeropipe train run --resume --set max_env_step=...")
+    assert files_of(stopped_run) == before
+
+
+def test_resuming_a_run_that_met_its_stop_value_trains_nothing_until_it_is_raised(
+    tmp_path: Path,
+):
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    first = run_cli(  # the chain's return is 1: the first eval meets 0.5
+        "train", "tiny.yaml", "--quiet", "--set", "env.stop_value=0.5", cwd=tmp_path
+    )
+    assert first.returncode == 0 and "stopped: stop_value" in first.stderr, first.stderr
+    run = tmp_path / "run"
+    before = files_of(run)
+    again = run_cli("train", "run", "--resume", "--quiet", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    (line,) = again.stderr.splitlines()
+    assert "(eval reward_mean 1 >= env.stop_value 0.5; its latest checkpoint is at" in line
+    assert line.endswith("zeropipe train run --resume --set env.stop_value=...")
+    assert files_of(run) == before
+    envstep = metrics(run)[-1]["envstep"]
+    raised = run_cli(
+        "train", "run", "--resume", "--quiet", "--set", "env.stop_value=2",
+        "--set", f"max_env_step={envstep + 8}", cwd=tmp_path,
+    )  # fmt: skip
+    assert raised.returncode == 0, raised.stderr
+    assert metrics(run)[-1]["event"] == "stop" and metrics(run)[-1]["envstep"] >= envstep + 8

@@ -211,7 +211,13 @@ def test_sigterm_writes_the_final_checkpoint_and_exits_143(
     log = metrics(run)
     reason = "cancelled" if pipeline else "interrupted"  # each pipeline's word for Ctrl-C
     assert log[-1]["event"] == "stop" and log[-1]["reason"] == reason
-    assert log[-2]["event"] == "checkpoint" and log[-2]["reason"] == "stop"
+    saved = log[-2]
+    assert saved["event"] == "checkpoint" and saved["reason"] == "stop"
+    assert err.splitlines()[-1] == (  # what was kept, and how to go on
+        "zeropipe: terminated (SIGTERM); the final checkpoint was written "
+        f"(run/ckpt/ckpt_latest.pth.tar, env step {saved['envstep']}, train_iter "
+        f"{saved['train_iter']}); continue the run with: zeropipe train run --resume"
+    )
     payload = read_checkpoint(run / "ckpt" / "ckpt_latest.pth.tar")
     assert payload["learner"]["train_iter"] == log[-2]["train_iter"]
     assert not shm_of(proc.pid)

@@ -3,11 +3,12 @@
 Runs in: driver. A thin layer: it parses arguments, loads and checks the config (before anything is
 written to the run directory), and calls the pipeline (`train`), prints the resolved config
 (`config`), scores a checkpoint (`eval`, cli/evaluation.py) or draws learning curves (`plot`,
-cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule), 2 for
-a bad configuration or input file (including an exp_name that already holds a run, without
---resume), 130 after Ctrl-C, 143 after SIGTERM (which takes the Ctrl-C path: final checkpoint,
-clean shutdown), 1 for any other error (a worker failure, an unreadable checkpoint on
---resume, a final checkpoint that could not be written).
+cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule, or a
+--resume found that it had met one already and trained nothing), 2 for a bad configuration or
+input file (including an exp_name that already holds a run, without --resume), 130 after
+Ctrl-C, 143 after SIGTERM (which takes the Ctrl-C path: final checkpoint, clean shutdown; the
+last line says what was written and how to resume), 1 for any other error (a worker failure, an
+unreadable checkpoint on --resume, a final checkpoint that could not be written).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
+from zeropipe.cli.run_end import interrupted_note, log_size, run_end
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
 from zeropipe.config.env_swap import EnvSwap, env_swap
@@ -29,6 +31,7 @@ from zeropipe.config.overrides import parse_override, refuse_async_keys_in_sync_
 
 if TYPE_CHECKING:
     from zeropipe.envs.spec import EnvSpec
+    from zeropipe.pipeline.run_state import RunSummary
 
 log = logging.getLogger("zeropipe.cli")
 
@@ -62,8 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a config field, e.g. --set policy.batch_size=64 (repeatable; values are "
-        "YAML, 1e6 included). train: a policy.async_pipeline.* key needs --async-pipeline (in "
-        "the YAML file such keys are allowed: they are used only when the run is async)",
+        "YAML, 1e6 included). train: a policy.async_pipeline.* setting, here or in the YAML "
+        "file (where it is not its default), needs --async-pipeline",
     )
     train = sub.add_parser("train", parents=[common], help="train an agent")
     train.add_argument(
@@ -273,7 +276,12 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
                 init = load_checkpoint_weights(args.init_from).state_dict
             except InputError as exc:
                 raise ConfigError(f"--init-from: {exc}") from None
-        return load_checked(args.config, args.overrides), {"init_weights": init}
+        cfg = load_checked(args.config, args.overrides)
+        if init is not None:
+            from zeropipe.cli.init_weights import check_init_weights
+
+            check_init_weights(cfg, args.init_from, init)
+        return cfg, {"init_weights": init}
     from zeropipe.config.resume import load_resume_config
 
     cfg, notes = load_resume_config(args.config, args.overrides)
@@ -290,18 +298,18 @@ def _train(args: argparse.Namespace) -> int:
     if args.async_pipeline:
         cfg.policy.async_pipeline.enabled = True
     if not cfg.policy.async_pipeline.enabled:
-        refuse_async_keys_in_sync_run([parse_override(item) for item in args.overrides])
+        overrides = [parse_override(item) for item in args.overrides]
+        raw = None if args.resume else read_yaml(args.config)  # a run's config.yaml is as it ran
+        refuse_async_keys_in_sync_run(overrides, raw, cfg, args.config)
     if args.status is not None and not cfg.policy.async_pipeline.enabled:
         raise ConfigError(
             "--status: the status endpoint is served by the async pipeline; add "
             "--async-pipeline (the sync loop has no event loop to serve it from)"
         )
-    if cfg.policy.async_pipeline.enabled:
-        summary = run_async(cfg, not args.quiet, start, args.status)
-    else:
-        from zeropipe.pipeline.sync import train_sync
-
-        summary = train_sync(cfg, show_progress=not args.quiet, **start)
+    if args.resume and (end := run_end(cfg)) is not None:
+        print(f"zeropipe: {end.message(args.config)}", file=sys.stderr)
+        return EXIT_OK
+    summary = _run_pipeline(cfg, args, start)
     print(
         f"stopped: {summary.stop_reason} at env step {summary.envstep}, train_iter "
         f"{summary.train_iter}, best eval {_score(summary.best_reward)}, "
@@ -310,6 +318,23 @@ def _train(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _run_pipeline(
+    cfg: ExperimentConfig, args: argparse.Namespace, start: dict[str, Any]
+) -> RunSummary:
+    """Train with the pipeline the config names; an interrupt carries a note of what the run
+    left to resume from (main prints it)."""
+    log_start = log_size(cfg)
+    try:
+        if cfg.policy.async_pipeline.enabled:
+            return run_async(cfg, not args.quiet, start, args.status)
+        from zeropipe.pipeline.sync import train_sync
+
+        return train_sync(cfg, show_progress=not args.quiet, **start)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM, after the final checkpoint
+        exc.add_note(interrupted_note(cfg, log_start))
+        raise
 
 
 def _score(value: float | None) -> str:
@@ -413,12 +438,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _ignore_late_interrupts()
+        note = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
         if Terminated.seen:
-            print("\nzeropipe: terminated (SIGTERM)", file=sys.stderr)
+            print(f"\nzeropipe: terminated (SIGTERM){note}", file=sys.stderr)
             return EXIT_TERMINATED
-        print("\nzeropipe: interrupted", file=sys.stderr)
+        print(f"\nzeropipe: interrupted{note}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except WorkerFailed as exc:
         print(f"zeropipe: worker failure: {str(exc).rstrip()}", file=sys.stderr)

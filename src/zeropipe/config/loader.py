@@ -191,7 +191,7 @@ def _describe(err: Any, type_name: str) -> str:
     where = ".".join(str(p) for p in err["loc"]) or "config"
     if err["type"] == "extra_forbidden":
         path = [str(p) for p in err["loc"]]
-        help_ = unknown_key_help(path[-1], fields_at(path[:-1], type_name))
+        help_ = unknown_key_help(path[-1], fields_at(path[:-1], type_name), type_name, path[:-1])
         return f"unknown key {where!r}; {help_}"
     if err["type"] == "missing":
         return f"missing required key {where!r}"

@@ -41,20 +41,34 @@ LIGHTZERO_NAMES: dict[str, str] = {
     "use_wandb": "use wandb.enabled: true (or train --wandb)",
     "model_path": "use train --init-from CKPT to start a new run from a checkpoint's weights "
     "(train RUN_DIR --resume continues a run); remove it",
-    # LightZero's efficientzero model reads it; only the value-prefix types have that LSTM here
-    "lstm_hidden_size": "use policy.value_prefix.lstm_hidden_size (policy.type efficientzero "
-    "and sampled_efficientzero: the value-prefix LSTM); the other types have no LSTM to size",
     "res_connection_in_dynamics": "use policy.model.dynamics_residual",
     "collector_env_num": "use env.collector_env_num",
     "evaluator_env_num": "use env.evaluator_env_num (here only a bound: an evaluation's "
     "episodes play together, one env each; or remove it)",
-    "manager": "not needed: there is no DI-engine env manager; each collector steps "
-    "env.collector_env_num envs itself and each evaluator one env per episode; remove it",
-    "discrete_action_encoding_type": "not needed: a discrete action always enters the dynamics "
-    "one-hot (LightZero's 'one_hot'); remove it",
-    "create_config": "not needed: policy.type and env.env_id pick the policy and env "
-    "(DI-engine's import names have no counterpart); remove it",
 }
+
+# LightZero keys with no counterpart here -> (what the key was in LightZero, why zeropipe does
+# not need it).
+LIGHTZERO_UNNEEDED: dict[str, tuple[str, str]] = {
+    "manager": (
+        "DI-engine's env manager (subprocess or base, shared memory, retries)",
+        "each collector steps env.collector_env_num envs itself and each evaluator one env per "
+        "episode",
+    ),
+    "discrete_action_encoding_type": (
+        "how a discrete action enters the dynamics network ('one_hot' or 'not_one_hot')",
+        "a discrete action always enters it one-hot",
+    ),
+    "create_config": (
+        "the DI-engine import names of the env, its manager and the policy",
+        "policy.type and env.env_id pick the policy and the env",
+    ),
+}
+
+# LightZero's efficientzero model reads it; here the types with a value-prefix LSTM do (their
+# section at VALUE_PREFIX has the field), and every other type has no LSTM at all.
+LSTM_KEY = "lstm_hidden_size"
+VALUE_PREFIX = ("policy", "value_prefix")
 
 
 def fields_at(path: Sequence[str], policy_type: str) -> list[str] | None:
@@ -86,11 +100,64 @@ def other_types_owning(path: Sequence[str], key: str, policy_type: str) -> list[
     ]
 
 
-def unknown_key_help(key: str, valid: Sequence[str] | None) -> str:
-    """One short clause after "unknown key X": LightZero's name, a close match, or a pointer."""
+def unknown_key_help(
+    key: str,
+    valid: Sequence[str] | None,
+    policy_type: str = "muzero",
+    where: Sequence[str] = (),
+) -> str:
+    """One short clause after "unknown key X": LightZero's name, the policy section that has the
+    key (LightZero writes a type's options flat in `policy`), a close match, or a pointer.
+
+    Args:
+        key: the unknown key (its last part).
+        valid: the field names of the section it was written in (None: not a section).
+        policy_type: the config's policy type (some LightZero keys map to one type's field).
+        where: the path of the section it was written in, e.g. ("policy",).
+    """
+    if key == LSTM_KEY:
+        return _lstm_help(policy_type)
     if key in LIGHTZERO_NAMES:
         return f"LightZero's name: {LIGHTZERO_NAMES[key]}"
+    if key in LIGHTZERO_UNNEEDED:
+        what, why = LIGHTZERO_UNNEEDED[key]
+        return f"in LightZero, {what}; zeropipe does not need it ({why}): remove it"
+    nested = _nested_home(key, where, policy_type)
+    if nested:
+        return nested
     close = difflib.get_close_matches(key, valid or (), n=1, cutoff=0.6)
     if close:
         return f"did you mean {close[0]!r}?"
     return "`zeropipe config --describe CONFIG` lists the valid keys"
+
+
+def _lstm_help(policy_type: str) -> str:
+    """LightZero's value-prefix LSTM size: this type's key for it, or "not used"."""
+    types = registered_policy_types()
+    owners = [t for t in types if LSTM_KEY in (fields_at(VALUE_PREFIX, t) or ())]
+    key = ".".join((*VALUE_PREFIX, LSTM_KEY))
+    if policy_type in owners:
+        return f"LightZero's name (the value-prefix LSTM): use {key}"
+    return (
+        f"LightZero's value-prefix LSTM size, not used by policy.type {policy_type!r} (it has no "
+        f"LSTM; {key} of {' / '.join(owners)}): remove it"
+    )
+
+
+def _nested_home(key: str, where: Sequence[str], policy_type: str) -> str:
+    """Where `key`, written directly in `policy`, is a field one section down: in this type's
+    own section, else in other types' (named). Empty when it is in none."""
+    if tuple(where) != ("policy",):
+        return ""
+    homes: dict[str, list[str]] = {}  # "policy.section.key" -> the types that have it
+    for type_name in registered_policy_types():
+        for section in fields_at(["policy"], type_name) or ():
+            if key in (fields_at(["policy", section], type_name) or ()):
+                homes.setdefault(f"policy.{section}.{key}", []).append(type_name)
+    for home, owners in homes.items():
+        if policy_type in owners:
+            return f"did you mean {home!r}?"
+    return "; ".join(
+        f"an option of policy.type {' / '.join(owners)} ({home!r} there)"
+        for home, owners in homes.items()
+    )

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from zeropipe.config.errors import ConfigError
+from zeropipe.config.experiment import ExperimentConfig
 from zeropipe.config.names import fields_at, other_types_owning, unknown_key_help
 from zeropipe.config.policy import DEFAULT_POLICY_TYPE
 
@@ -118,25 +119,63 @@ def _check_path(override: Override, type_name: str) -> None:
                 f"not of {type_name!r}; remove it or change policy.type"
             )
         where = ".".join(parts[:depth]) or "the top level"
-        raise ConfigError(
-            f"{override.label}: unknown key {part!r} in {where}; {unknown_key_help(part, valid)}"
-        )
+        help_ = unknown_key_help(part, valid, type_name, parts[:depth])
+        raise ConfigError(f"{override.label}: unknown key {part!r} in {where}; {help_}")
 
 
-def refuse_async_keys_in_sync_run(overrides: Sequence[Override]) -> None:
-    """An async pipeline setting given as an override while the run is sync would be silently
-    ignored: refuse it. The same keys written in a YAML file stay allowed (shipped configs carry
-    async settings that are used only when the async pipeline is chosen).
+def refuse_async_keys_in_sync_run(
+    overrides: Sequence[Override],
+    raw: Mapping[str, Any] | None = None,
+    cfg: ExperimentConfig | None = None,
+    source: str = "",
+) -> None:
+    """Async pipeline settings in a sync run would be silently ignored: refuse them.
+
+    Refused: every `policy.async_pipeline.*` override but `enabled`, and every such key of the
+    config file (`raw`, validated as `cfg`) that holds anything but its default. A key written
+    at its default is allowed: `zeropipe config` spells out every field, and its output is a
+    config file.
+
+    Args:
+        overrides: the keys set on top of the file.
+        raw: the config file's mapping, as read (None: no file, only the overrides).
+        cfg: the validated config of `raw` and `overrides`.
+        source: the file, for messages.
 
     Raises:
-        ConfigError: one line per such override, naming --async-pipeline.
+        ConfigError: one line per such setting, naming --async-pipeline.
     """
+    fix = "add --async-pipeline (API: pipeline='async') or remove it"
     lines = [
-        f"{o.label}: an async pipeline setting, but this run is sync; add --async-pipeline "
-        "(API: pipeline='async') or drop it (in the YAML file such keys are allowed and used "
-        "only by async runs)"
+        f"{o.label}: an async pipeline setting, but this run is sync; {fix}"
         for o in overrides
         if o.key.startswith(ASYNC_PREFIX) and o.key != ASYNC_PREFIX + "enabled"
     ]
+    overridden = {o.key for o in overrides}
+    lines += [
+        f"{source}: {key}: an async pipeline setting, but this run is sync; add "
+        "--async-pipeline (or policy.async_pipeline.enabled: true in the file; API: "
+        "pipeline='async') or remove it"
+        for key in _async_keys_set(raw, cfg)
+        if not any(key == k or key.startswith(k + ".") for k in overridden)
+    ]
     if lines:
         raise ConfigError("\n".join(lines))
+
+
+def _async_keys_set(raw: Mapping[str, Any] | None, cfg: ExperimentConfig | None) -> list[str]:
+    """The `policy.async_pipeline.*` keys of `raw` (but `enabled`) whose value in `cfg` is not
+    the field's default."""
+    policy = raw.get("policy") if raw is not None else None
+    section = policy.get("async_pipeline") if isinstance(policy, Mapping) else None
+    if not isinstance(section, Mapping) or cfg is None:
+        return []
+    resolved = cfg.policy.async_pipeline
+    fields = type(resolved).model_fields
+    return [
+        ASYNC_PREFIX + key
+        for key in section
+        if key != "enabled"
+        and key in fields
+        and getattr(resolved, key) != fields[key].get_default(call_default_factory=True)
+    ]
