@@ -48,6 +48,17 @@ class UniZeroFamilyConfig(PolicyConfig):
         "and eval alike; 0 disables. Caches are rebuilt exactly from the raw recent observations.",
     )
 
+    bootstrap_values: Literal["sequence", "per_observation"] = Field(
+        "sequence",
+        description="How the target world model gives the n-step bootstrap values: 'sequence' "
+        "(the reference's default) reads them from one teacher-forced pass over each sample's "
+        "K bootstrap observations and the actions taken between them, so the value at the j-th "
+        "bootstrap state sees the j (observation, action) pairs before it "
+        "(buffer/game_buffer_unizero.py:383-390, :942-968 at the pinned commit); "
+        "'per_observation' encodes each bootstrap observation alone, with no context (the "
+        "MuZero types' rule; what runs written before this option used).",
+    )
+
     @model_validator(mode="after")
     def _sequence_fits_the_window(self):
         if self.model.world_model.context_steps < self.num_unroll_steps:
@@ -168,6 +179,11 @@ class UniZeroFamily:
     def needs_obs_seq(self, cfg: UniZeroFamilyConfig) -> bool:
         """The token sequence is built from every unroll step's observation."""
         return True
+
+    def sequence_bootstrap(self, cfg: UniZeroFamilyConfig) -> bool:
+        """Bootstrap values with their window's context, unless `bootstrap_values` says
+        per_observation."""
+        return cfg.bootstrap_values == "sequence"
 
     def loss(
         self, net, target_net, inputs: UnrollInputs, cfg: UniZeroFamilyConfig, train_iter: int

@@ -91,6 +91,7 @@ class Learner:
             cfg.device,
             inference=cfg.actor_inference,
             bf16=self.autocast == "bf16",
+            sequence_bootstrap=self.algorithm.family.sequence_bootstrap(cfg),
         )
         self.mode_check = ModeCheck(self.network)
 

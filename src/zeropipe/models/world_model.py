@@ -239,10 +239,7 @@ class UniZeroNetwork(nn.Module):
         Raises:
             ValueError: 2K exceeds the window (2·context_steps tokens).
         """
-        batch, steps, embed = obs_tokens.shape
-        action_tokens = self.embed_actions(actions)  # [B, K, E]
-        tokens = torch.stack([obs_tokens, action_tokens], dim=2).view(batch, 2 * steps, embed)
-        out = self.transformer(tokens).view(batch, steps, 2, embed)  # [B, K, 2, E]
+        out = self._interleaved_pass(obs_tokens, actions)  # [B, K, 2, E]
         value_logits, policy_logits = self.observation_heads(out[:, :, 0])
         return SequenceOutput(
             value_logits=value_logits,
@@ -250,6 +247,34 @@ class UniZeroNetwork(nn.Module):
             reward_logits=self.reward_head(out[:, :, 1]),
             next_latent=self.latent_head(out[:, :, 1]),
         )
+
+    def sequence_value_logits(self, obs: Tensor, actions: Tensor) -> Tensor:
+        """Value logits at every observation of one teacher-forced pass over o_0, a_0, ...,
+        o_{J-1}, a_{J-1}: the value at o_j sees o_0..o_j and a_0..a_{j-1} (the causal mask
+        hides a_j and later tokens), as in `sequence`; only the value head runs.
+
+        Args:
+            obs: stacked observations; uint8 is scaled by 1/255.  # [B, J, *input_shape]
+            actions: actions taken after each observation, int64 [B, J]; continuous:
+                [B, J, D] float.
+
+        Returns:
+            Value logits at o_j.  # [B, J, S_v]
+
+        Raises:
+            ValueError: 2J exceeds the window (2·context_steps tokens).
+        """
+        batch, steps = obs.shape[:2]
+        tokens = self.encode(obs.flatten(0, 1)).view(batch, steps, -1)  # [B, J, E]
+        return self.value_head(self._interleaved_pass(tokens, actions)[:, :, 0])
+
+    def _interleaved_pass(self, obs_tokens: Tensor, actions: Tensor) -> Tensor:
+        """Cache-free causal pass over o_0, a_0, ..., o_{K-1}, a_{K-1} from observation tokens
+        [B, K, E] and actions: the outputs [B, K, 2, E], observation token then action token."""
+        batch, steps, embed = obs_tokens.shape
+        action_tokens = self.embed_actions(actions)  # [B, K, E]
+        tokens = torch.stack([obs_tokens, action_tokens], dim=2).view(batch, 2 * steps, embed)
+        return self.transformer(tokens).view(batch, steps, 2, embed)
 
     # --- root contexts ------------------------------------------------------------------------
 
