@@ -100,6 +100,7 @@ ADDED_SINCE_V0_1 = {
         "loss_weighting",
         "eval_grid",
         "bootstrap_values",
+        "priority_td",
     },
     "async_pipeline": {
         "collect_freshness",

@@ -59,6 +59,15 @@ class UniZeroFamilyConfig(PolicyConfig):
         "MuZero types' rule; what runs written before this option used).",
     )
 
+    priority_td: Literal["unroll_mean", "root"] = Field(
+        "unroll_mean",
+        description="With use_priority, the |TD| a sample's new priority is made of: "
+        "'unroll_mean' (the reference's) the mean of |v̂_k − z_k| over the unroll steps k < K "
+        "whose action exists (model/unizero_world_models/world_model.py:2573-2596 at the "
+        "pinned commit); 'root' |v̂_0 − z_0| only (the MuZero types' rule; what runs written "
+        "before this option used).",
+    )
+
     @model_validator(mode="after")
     def _sequence_fits_the_window(self):
         if self.model.world_model.context_steps < self.num_unroll_steps:
@@ -106,7 +115,9 @@ def unizero_loss(
             entropy [B]), unmasked; None: the cross-entropy against the full-A target.
 
     Returns:
-        UnrollLoss with `per_sample` [B] and the root value prediction [B].
+        UnrollLoss with `per_sample` [B], the root value prediction [B] and, with
+        `priority_td: unroll_mean`, the mean |v̂_k − z_k| over the steps whose action exists [B]
+        (0 for a sample with none).
     """
     wm = cfg.model.world_model
     b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
@@ -140,10 +151,16 @@ def unizero_loss(
         + wm.value_loss_weight * terms["value_loss"]
         + wm.policy_loss_weight * terms["policy_loss"]
     )
-    root_value = logits_to_scalar(out.value_logits[:, 0].detach(), net.value_support)
+    values = logits_to_scalar(out.value_logits.detach().float(), net.value_support)  # [B, K]
+    priority_td = None
+    if cfg.priority_td == "unroll_mean":
+        td = (values - inp.value_target[:, :k].float()).abs() * step_mask
+        priority_td = _per_sample_mean(td, step_mask)
     means = {name: t.detach().mean() for name, t in terms.items()}
     means["loss_train_iter"] = torch.tensor(float(train_iter))
-    return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+    return UnrollLoss(
+        per_sample=per_sample, root_value=values[:, 0], terms=means, priority_td=priority_td
+    )
 
 
 def _policy_terms(

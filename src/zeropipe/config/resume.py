@@ -236,6 +236,9 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     # context (the reference's rule) became the default
     ("unizero", "policy.bootstrap_values", "per_observation"),
     ("sampled_unizero", "policy.bootstrap_values", "per_observation"),
+    # their PER priorities from the root's |TD| alone, before the unroll's mean
+    ("unizero", "policy.priority_td", "root"),
+    ("sampled_unizero", "policy.priority_td", "root"),
 )
 
 
