@@ -250,23 +250,25 @@ class UniZeroNetwork(nn.Module):
 
     def sequence_value_logits(self, obs: Tensor, actions: Tensor) -> Tensor:
         """Value logits at every observation of one teacher-forced pass over o_0, a_0, ...,
-        o_{J-1}, a_{J-1}: the value at o_j sees o_0..o_j and a_0..a_{j-1} (the causal mask
-        hides a_j and later tokens), as in `sequence`; only the value head runs.
+        o_{J-1}: the value at o_j sees o_0..o_j and a_0..a_{j-1}, as in `sequence` (whose
+        causal mask hides a_j and later tokens); only the value head runs.
 
         Args:
             obs: stacked observations; uint8 is scaled by 1/255.  # [B, J, *input_shape]
             actions: actions taken after each observation, int64 [B, J]; continuous:
-                [B, J, D] float.
+                [B, J, D] float (the last one precedes no observation and is not read).
 
         Returns:
             Value logits at o_j.  # [B, J, S_v]
 
         Raises:
-            ValueError: 2J exceeds the window (2·context_steps tokens).
+            ValueError: 2J - 1 exceeds the window (2·context_steps tokens).
         """
         batch, steps = obs.shape[:2]
-        tokens = self.encode(obs.flatten(0, 1)).view(batch, steps, -1)  # [B, J, E]
-        return self.value_head(self._interleaved_pass(tokens, actions)[:, :, 0])
+        obs_tokens = self.encode(obs.flatten(0, 1)).view(batch, steps, -1)  # [B, J, E]
+        tokens = torch.stack([obs_tokens, self.embed_actions(actions)], dim=2).flatten(1, 2)
+        out = self.transformer(tokens[:, :-1])  # [B, 2J-1, E]: o_0, a_0, ..., o_{J-1}
+        return self.value_head(out[:, 0::2])
 
     def _interleaved_pass(self, obs_tokens: Tensor, actions: Tensor) -> Tensor:
         """Cache-free causal pass over o_0, a_0, ..., o_{K-1}, a_{K-1} from observation tokens
