@@ -229,9 +229,10 @@ class TargetComputer:
     def _sequence_value_targets(self, batch: ReplayBatch) -> np.ndarray:
         """Value targets whose bootstrap values come from one teacher-forced window per sample:
         its K bootstrap states u_0, u_0+1, ... and the actions between them (the reference's
-        UniZero default, 2K tokens). Step j reads the window at its own state's position, so a
-        state n repeated past the end of the data is read where it first appears, with the
-        context before it. Column K is NaN: the window holds K states."""
+        UniZero default; its last action precedes no observation, so 2K − 1 tokens). Step j
+        reads the window at its own state's position, so a state n repeated past the end of
+        the data is read where it first appears, with the context before it. Column K is NaN:
+        the window holds K states."""
         if batch.bootstrap_actions is None or batch.bootstrap_positions is None:
             raise ValueError(
                 "the sequence bootstrap needs the batch's bootstrap_actions and "

@@ -239,7 +239,10 @@ class UniZeroNetwork(nn.Module):
         Raises:
             ValueError: 2K exceeds the window (2·context_steps tokens).
         """
-        out = self._interleaved_pass(obs_tokens, actions)  # [B, K, 2, E]
+        batch, steps, embed = obs_tokens.shape
+        action_tokens = self.embed_actions(actions)  # [B, K, E]
+        tokens = torch.stack([obs_tokens, action_tokens], dim=2).view(batch, 2 * steps, embed)
+        out = self.transformer(tokens).view(batch, steps, 2, embed)  # [B, K, 2, E]
         value_logits, policy_logits = self.observation_heads(out[:, :, 0])
         return SequenceOutput(
             value_logits=value_logits,
@@ -269,14 +272,6 @@ class UniZeroNetwork(nn.Module):
         tokens = torch.stack([obs_tokens, self.embed_actions(actions)], dim=2).flatten(1, 2)
         out = self.transformer(tokens[:, :-1])  # [B, 2J-1, E]: o_0, a_0, ..., o_{J-1}
         return self.value_head(out[:, 0::2])
-
-    def _interleaved_pass(self, obs_tokens: Tensor, actions: Tensor) -> Tensor:
-        """Cache-free causal pass over o_0, a_0, ..., o_{K-1}, a_{K-1} from observation tokens
-        [B, K, E] and actions: the outputs [B, K, 2, E], observation token then action token."""
-        batch, steps, embed = obs_tokens.shape
-        action_tokens = self.embed_actions(actions)  # [B, K, E]
-        tokens = torch.stack([obs_tokens, action_tokens], dim=2).view(batch, 2 * steps, embed)
-        return self.transformer(tokens).view(batch, steps, 2, embed)
 
     # --- root contexts ------------------------------------------------------------------------
 
