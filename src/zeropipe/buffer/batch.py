@@ -2,7 +2,9 @@
 
 Runs in: driver. Everything here is raw stored data arranged into windows; nothing needs a
 network. The caller turns a ReplayBatch into training targets, e.g. the value target of unroll
-step k is `value_reward_sum[:, k] + bootstrap_discount[:, k] * v_target(bootstrap_obs[:, k])`.
+step k is `value_reward_sum[:, k] + bootstrap_discount[:, k] * v_target(bootstrap_obs[:, k])`,
+where a sequence model reads v_target in the window of `bootstrap_obs[:, :K]` and
+`bootstrap_actions` at `bootstrap_positions[:, k]`.
 Letters: B batch, K unroll steps, S frame stack, A actions, R reanalysis roots.
 """
 
