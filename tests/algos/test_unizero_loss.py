@@ -10,7 +10,7 @@ import torch
 from zeropipe.algos.losses import UnrollInputs
 from zeropipe.algos.unizero import UniZeroConfig, unizero_loss
 from zeropipe.config import UniZeroModelConfig, WorldModelConfig
-from zeropipe.models import UniZeroNetwork
+from zeropipe.models import UniZeroNetwork, scalar_to_two_hot
 
 B, K, A, OBS = 4, 3, 2, 4
 
@@ -106,3 +106,41 @@ def test_train_iter_reaches_the_loss(setup):
     net, target, cfg = setup
     loss = unizero_loss(net, target, inputs(), cfg, train_iter=123)
     assert float(loss.terms["loss_train_iter"]) == 123.0
+
+
+def _constant_value(net: UniZeroNetwork, value: float) -> None:
+    """The value head predicts `value` at every observation (its zero-initialised last layer's
+    bias is the log two-hot of it)."""
+    last = net.value_head[-1]
+    two_hot = scalar_to_two_hot(torch.tensor(value), net.value_support)
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(two_hot.log().clamp_min(-1e4))
+
+
+# v̂ = 2 everywhere; K = 3 value targets per sample (the 4th, step K, is not trained) and the
+# "action k exists" mask. unroll_mean: Σ_k mask·|2 − z_k| / Σ_k mask (0 for no valid step).
+PRIORITY_CASES = [
+    # (z_0, z_1, z_2, z_K), mask, unroll_mean
+    ((1.0, 4.0, 2.5, 9.0), (1, 1, 0), (1 + 2) / 2),
+    ((2.0, 2.0, -1.0, 9.0), (1, 1, 1), (0 + 0 + 3) / 3),
+    ((0.5, 3.0, 3.0, 9.0), (0, 0, 0), 0.0),
+    ((-2.0, 0.0, 0.0, 9.0), (1, 0, 0), 4.0),
+]
+
+
+@pytest.mark.parametrize("priority_td", ["unroll_mean", "root"])
+def test_priority_td_by_hand(setup, priority_td):
+    net, target, cfg = setup
+    _constant_value(net, 2.0)
+    cfg = cfg.model_copy(update={"priority_td": priority_td})
+    mask = torch.tensor([case[1] for case in PRIORITY_CASES], dtype=torch.float32)
+    inp = inputs(reward_mask=mask)
+    inp.value_target.copy_(torch.tensor([case[0] for case in PRIORITY_CASES]))
+    loss = unizero_loss(net, target, inp, cfg, train_iter=0)
+    torch.testing.assert_close(loss.root_value, torch.full((B,), 2.0))
+    if priority_td == "root":
+        assert loss.priority_td is None  # the learner's |v̂_0 − z_0|
+        return
+    want = torch.tensor([case[2] for case in PRIORITY_CASES])
+    torch.testing.assert_close(loss.priority_td, want)

@@ -123,3 +123,27 @@ def test_segments_keep_their_own_targets_next_to_each_other():
     assert batch.reward_targets[i].tolist() == [5, 6]
     assert _frame(batch.obs[i]).tolist() == [frame_value(2, e) for e in (4, 5, 6)]
     assert batch.target_indices[i].tolist() == [4, 5, 6]
+
+
+@pytest.mark.parametrize(
+    ("segment", "root", "states", "actions", "positions"),
+    [
+        # c = 2, 3, 4: u = c + 3 = 5, 6, 7, one trajectory window; a[u] = u % 2
+        (make_segment(10, ends_episode=True, terminated=True), 2, [5, 6, 7], [1, 0], [0, 1, 2]),
+        # c = 6, 7, 8: u = 9, 10, 10 (n = 10); a[10] is the zero row; the repeated 10 is read
+        # where it first appears
+        (make_segment(10, ends_episode=True, terminated=False), 6, [9, 10, 10], [1, 0], [0, 1, 1]),
+        # c = 8, 9, 10 (= n): u = 10 throughout, every step reads position 0
+        (make_segment(10, ends_episode=True, terminated=False), 8, [10, 10, 10], [0, 0], [0, 0, 0]),
+        # 4 own steps and 2 padding (n = 6): c = 3, 4, 5 all bootstrap from u = n = 6
+        (make_segment(4, pad=2), 3, [6, 6, 6], [0, 0], [0, 0, 0]),
+        (make_segment(4, pad=2), 0, [3, 4, 5], [1, 0], [0, 1, 2]),
+    ],
+)
+def test_bootstrap_window_actions_and_positions(segment, root, states, actions, positions):
+    batch, row = _all_roots(segment)
+    i = row(root)
+    np.testing.assert_array_equal(_frame(batch.bootstrap_obs[i])[:, 0], states)
+    assert batch.bootstrap_actions[i].tolist() == actions
+    assert batch.bootstrap_positions[i].tolist() == positions
+    assert batch.bootstrap_actions.dtype == np.int64 and batch.bootstrap_positions.dtype == np.int64

@@ -93,7 +93,15 @@ def test_a_types_nested_default_merges_with_the_given_section(policy_type, sampl
 FIXTURES = Path(__file__).parent / "fixtures"
 # Options added to a policy section after 0.1.0: an old file lacks them and gets their defaults.
 ADDED_SINCE_V0_1 = {
-    "policy": {"tie_break", "eval_tie_break", "actor_inference", "loss_weighting", "eval_grid"},
+    "policy": {
+        "tie_break",
+        "eval_tie_break",
+        "actor_inference",
+        "loss_weighting",
+        "eval_grid",
+        "bootstrap_values",
+        "priority_td",
+    },
     "async_pipeline": {
         "collect_freshness",
         "max_queued_evals",

@@ -16,8 +16,9 @@ import pytest
 import torch
 
 from tests.buffer.factories import make_segment
+from zeropipe.algos.registry import algorithm
 from zeropipe.learner.learner import Learner
-from zeropipe.models import logits_to_scalar
+from zeropipe.models import logits_to_scalar, scalar_to_two_hot
 
 from .factories import OBS, A, all_roots, parameters, rows, sample_batch, tiny_network, tiny_policy
 
@@ -104,6 +105,43 @@ def test_priorities_are_the_root_value_errors_against_the_target():
     last = row_of[9]
     assert batch.bootstrap_discount[last, 0] == pytest.approx(0.5)
     np.testing.assert_allclose(target[last], 10.0 + 0.5 * v_boot[last], rtol=1e-6)
+
+
+def _constant_value(net: torch.nn.Module, value: float) -> None:
+    """A UniZero network whose value head predicts `value` at every observation."""
+    last = net.value_head[-1]
+    two_hot = scalar_to_two_hot(torch.tensor(value), net.value_support)
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(two_hot.log().clamp_min(-1e4))
+
+
+@pytest.mark.parametrize(
+    ("priority_td", "want"),
+    [
+        # root 2: z = 3 + 0.5·1, 4 + 0.5·1; both actions exist: (|2 − 3.5| + |2 − 4.5|) / 2
+        # root 9: z_0 = 10 + 0.5·1 (the truncation's final observation); no action at step 1
+        ("unroll_mean", {2: (1.5 + 2.5) / 2, 9: 8.5}),
+        ("root", {2: 1.5, 9: 8.5}),
+    ],
+)
+def test_unizero_priorities_average_the_unroll(priority_td, want):
+    """v̂ = 2 from the network, bootstrap values 1 from the target network; K = 2, T = 1,
+    γ = 0.5; step e has reward e + 1."""
+    cfg = tiny_policy(
+        type="unizero",
+        model={"world_model": {"context_steps": 2}},
+        td_steps=1,
+        priority_td=priority_td,
+    )
+    net = algorithm("unizero").family.build_network((OBS,), A, cfg)
+    learner = Learner(net, cfg, 1, seed=0)
+    _constant_value(learner.network, 2.0)
+    _constant_value(learner.target_network, 1.0)
+    batch, row_of = all_roots(cfg, make_segment(10, ends_episode=True, terminated=False))
+    priorities = learner.step(batch).priorities
+    for root, td in want.items():
+        assert priorities[row_of[root]] == pytest.approx(td + 1e-6, abs=1e-5)
 
 
 def test_reanalysed_policy_targets_come_back_with_their_rows_make_time():

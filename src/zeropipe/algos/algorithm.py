@@ -39,6 +39,12 @@ class Family(Protocol):
         """Whether the loss reads every unroll step's observation (`UnrollInputs.obs_seq`)."""
         ...
 
+    def sequence_bootstrap(self, cfg: PolicyConfig) -> bool:
+        """Whether the n-step bootstrap values come from one teacher-forced pass of the target
+        network over each sample's bootstrap observations and actions
+        (`TargetComputer.sequence_bootstrap_values`), not from each observation alone."""
+        ...
+
     def loss(
         self,
         net: Network,

@@ -74,6 +74,8 @@ class UnrollLoss:
     per_sample: torch.Tensor  # [B] weighted sum of all terms
     root_value: torch.Tensor  # [B] predicted scalar value of the root (for priorities)
     terms: dict[str, torch.Tensor]  # batch means of each term, detached
+    # [B] detached |TD| a family defines for its PER priorities; None: the root's |v̂_0 − z_0|
+    priority_td: torch.Tensor | None = None
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -114,6 +114,10 @@ class MuZeroFamily:
         """The consistency loss encodes every unroll step's observation."""
         return cfg.ssl_loss_weight > 0
 
+    def sequence_bootstrap(self, cfg: MuZeroFamilyConfig) -> bool:
+        """Each bootstrap observation alone: a MuZero root has no context but its frame stack."""
+        return False
+
     def loss(
         self,
         net: Network,

@@ -5,6 +5,13 @@ to bootstrap from, masks); this module runs the *target* network over them (the 
 `_compute_target_reward_value` and policy targets: value targets and reanalysis use the target model
 in eval mode). It never mutates the buffer: reanalysed policy targets come back as a write-back for
 the caller to apply.
+
+A bootstrap value is the target network's value of one observation alone, or, for a sequence
+model (the UniZero types by default), read from one teacher-forced pass over each sample's K
+bootstrap observations and the actions between them, so the value at the j-th bootstrap state
+sees the j (observation, action) pairs before it in that window: the reference's UniZero targets
+(`UniZeroGameBuffer._compute_target_reward_value` → `WorldModel.wm_forward_for_initial_infererence`
+with the bootstrap actions).
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from zeropipe.buffer import ReanalysisBatch, ReplayBatch
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchPolicy
 from zeropipe.models import Network, logits_to_scalar
 
-# Bootstrap observations go through the target network in slices of this many, so a large batch
-# never allocates one huge activation tensor.
+# Bootstrap observations go through the target network in slices of this many (sequences: this
+# many observations in all), so a large batch never allocates one huge activation tensor.
 _INFER_CHUNK = 4096
 
 
@@ -45,6 +52,23 @@ class _Values(torch.nn.Module):
         return (logits_to_scalar(out.value_logits.float(), net.value_support),)
 
 
+class _SequenceValues(torch.nn.Module):
+    """(Observations [M, J, *input], actions [M, J(, D)]) -> scalar values [M, J] at each
+    observation of one teacher-forced pass (`UniZeroNetwork.sequence_value_logits`), under
+    bfloat16 autocast with `bf16` (read out in float32)."""
+
+    def __init__(self, network: Network, bf16: bool) -> None:
+        super().__init__()
+        self.network = network
+        self.bf16 = bf16
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        net = self.network
+        with torch.autocast(obs.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            logits = net.sequence_value_logits(obs, actions)
+        return logits_to_scalar(logits.float(), net.value_support)
+
+
 @dataclass(frozen=True)
 class PolicyWriteback:
     """Reanalysed policy targets to write back into the buffer."""
@@ -61,7 +85,9 @@ class PolicyWriteback:
 class Targets:
     """Per-batch learning targets as tensors."""
 
-    value: torch.Tensor  # [B, K+1] scalar value targets
+    # [B, K+1] scalar value targets; with the sequence bootstrap column K is NaN: its window
+    # holds the K bootstrap states of the steps the UniZero loss trains (o_0..o_{K-1})
+    value: torch.Tensor
     reward: torch.Tensor  # [B, K] scalar reward targets
     policy: torch.Tensor  # [B, K+1, A] policy targets
     writeback: PolicyWriteback | None
@@ -84,6 +110,10 @@ class TargetComputer:
         inference: how the search's model step runs (`policy.actor_inference`).
         bf16: run the bootstrap values' forward pass under bfloat16 autocast
             (`policy.learner_autocast: bf16`; the values are read out in float32).
+        sequence_bootstrap: read the bootstrap values from one teacher-forced pass over each
+            sample's K bootstrap observations and actions (`sequence_bootstrap_values`; the
+            network has `sequence_value_logits`), not from each observation alone. The
+            value target of step K is then not computed (NaN).
     """
 
     def __init__(
@@ -97,8 +127,11 @@ class TargetComputer:
         device: str = "cpu",
         inference: str = "eager",
         bf16: bool = False,
+        sequence_bootstrap: bool = False,
     ) -> None:
         self.network = target_network
+        self.sequence_bootstrap = sequence_bootstrap
+        self._sequence_values = _SequenceValues(target_network, bf16)
         self.frame_ndim = frame_ndim
         self.search_cfg = search_cfg
         self.reanalyze_ratio = reanalyze_ratio
@@ -158,7 +191,33 @@ class TargetComputer:
             values[start : start + chunk.shape[0]] = scalar.cpu().numpy()
         return values
 
+    @torch.no_grad()
+    def sequence_bootstrap_values(self, frames: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Target-network values at every observation of teacher-forced windows.
+
+        Args:
+            frames: each window's stacked observations.  # [M, J, S, *frame]
+            actions: the action after each observation, int64 [M, J] (continuous:
+                [M, J, D] float32).
+
+        Returns:
+            float32 values; [m, j] sees the window's first j observations and actions.  # [M, J]
+        """
+        self.network.eval()
+        m, j = frames.shape[:2]
+        values = np.empty((m, j), dtype=np.float32)
+        rows = max(1, _INFER_CHUNK // max(j, 1))
+        for start in range(0, m, rows):
+            chunk = stack_frames(frames[start : start + rows], self.frame_ndim)  # [m', J, ...]
+            obs = to_tensor(chunk, self.device)
+            acts = to_tensor(actions[start : start + rows], self.device)
+            values[start : start + chunk.shape[0]] = self._sequence_values(obs, acts).cpu().numpy()
+        return values
+
     def _value_targets(self, batch: ReplayBatch) -> np.ndarray:
+        """n-step value targets [B, K+1] (see `ReplayBatch`), masked by `value_mask`."""
+        if self.sequence_bootstrap:
+            return self._sequence_value_targets(batch)
         discount = batch.bootstrap_discount  # [B, K+1]
         value = batch.value_reward_sum.astype(np.float32, copy=True)
         need = discount > 0
@@ -166,6 +225,33 @@ class TargetComputer:
             frames = batch.bootstrap_obs[need]  # [M, S, *frame]
             value[need] += discount[need] * self.bootstrap_values(frames)
         return value * batch.value_mask
+
+    def _sequence_value_targets(self, batch: ReplayBatch) -> np.ndarray:
+        """Value targets whose bootstrap values come from one teacher-forced window per sample:
+        its K bootstrap states u_0, u_0+1, ... and the actions between them (the reference's
+        UniZero default; its last action precedes no observation, so 2K − 1 tokens). Step j
+        reads the window at its own state's position, so a state n repeated past the end of
+        the data is read where it first appears, with the context before it. Column K is NaN:
+        the window holds K states."""
+        if batch.bootstrap_actions is None or batch.bootstrap_positions is None:
+            raise ValueError(
+                "the sequence bootstrap needs the batch's bootstrap_actions and "
+                "bootstrap_positions (buffer/windows.py builds them)"
+            )
+        k = batch.bootstrap_actions.shape[1]
+        discount = batch.bootstrap_discount[:, :k]  # [B, K]
+        value = batch.value_reward_sum.astype(np.float32, copy=True)  # [B, K+1]
+        need = discount > 0
+        rows = np.flatnonzero(need.any(axis=1))
+        if rows.size:
+            window = self.sequence_bootstrap_values(
+                batch.bootstrap_obs[rows, :k], batch.bootstrap_actions[rows]
+            )  # [M, K]
+            read = np.take_along_axis(window, batch.bootstrap_positions[rows, :k], axis=1)
+            value[rows, :k] += np.where(need[rows], discount[rows] * read, 0.0)
+        value *= batch.value_mask
+        value[:, k] = np.nan
+        return value
 
     def _reanalyze_policy(self, batch: ReplayBatch, num: int):
         """(policy targets, root sampled actions or None, write-back) with the first `num`

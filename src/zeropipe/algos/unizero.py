@@ -48,6 +48,26 @@ class UniZeroFamilyConfig(PolicyConfig):
         "and eval alike; 0 disables. Caches are rebuilt exactly from the raw recent observations.",
     )
 
+    bootstrap_values: Literal["sequence", "per_observation"] = Field(
+        "sequence",
+        description="How the target world model gives the n-step bootstrap values: 'sequence' "
+        "(the reference's default) reads them from one teacher-forced pass over each sample's "
+        "K bootstrap observations and the actions taken between them, so the value at the j-th "
+        "bootstrap state sees the j (observation, action) pairs before it "
+        "(buffer/game_buffer_unizero.py:383-390, :942-968 at the pinned commit); "
+        "'per_observation' encodes each bootstrap observation alone, with no context (the "
+        "MuZero types' rule; what runs written before this option used).",
+    )
+
+    priority_td: Literal["unroll_mean", "root"] = Field(
+        "unroll_mean",
+        description="With use_priority, the |TD| a sample's new priority is made of: "
+        "'unroll_mean' (the reference's) the mean of |v̂_k − z_k| over the unroll steps k < K "
+        "whose action exists (model/unizero_world_models/world_model.py:2573-2596 at the "
+        "pinned commit); 'root' |v̂_0 − z_0| only (the MuZero types' rule; what runs written "
+        "before this option used).",
+    )
+
     @model_validator(mode="after")
     def _sequence_fits_the_window(self):
         if self.model.world_model.context_steps < self.num_unroll_steps:
@@ -95,7 +115,9 @@ def unizero_loss(
             entropy [B]), unmasked; None: the cross-entropy against the full-A target.
 
     Returns:
-        UnrollLoss with `per_sample` [B] and the root value prediction [B].
+        UnrollLoss with `per_sample` [B], the root value prediction [B] and, with
+        `priority_td: unroll_mean`, the mean |v̂_k − z_k| over the steps whose action exists [B]
+        (0 for a sample with none).
     """
     wm = cfg.model.world_model
     b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
@@ -129,10 +151,16 @@ def unizero_loss(
         + wm.value_loss_weight * terms["value_loss"]
         + wm.policy_loss_weight * terms["policy_loss"]
     )
-    root_value = logits_to_scalar(out.value_logits[:, 0].detach(), net.value_support)
+    values = logits_to_scalar(out.value_logits.detach().float(), net.value_support)  # [B, K]
+    priority_td = None
+    if cfg.priority_td == "unroll_mean":
+        td = (values - inp.value_target[:, :k].float()).abs() * step_mask
+        priority_td = _per_sample_mean(td, step_mask)
     means = {name: t.detach().mean() for name, t in terms.items()}
     means["loss_train_iter"] = torch.tensor(float(train_iter))
-    return UnrollLoss(per_sample=per_sample, root_value=root_value, terms=means)
+    return UnrollLoss(
+        per_sample=per_sample, root_value=values[:, 0], terms=means, priority_td=priority_td
+    )
 
 
 def _policy_terms(
@@ -168,6 +196,11 @@ class UniZeroFamily:
     def needs_obs_seq(self, cfg: UniZeroFamilyConfig) -> bool:
         """The token sequence is built from every unroll step's observation."""
         return True
+
+    def sequence_bootstrap(self, cfg: UniZeroFamilyConfig) -> bool:
+        """Bootstrap values with their window's context, unless `bootstrap_values` says
+        per_observation."""
+        return cfg.bootstrap_values == "sequence"
 
     def loss(
         self, net, target_net, inputs: UnrollInputs, cfg: UniZeroFamilyConfig, train_iter: int

@@ -2,7 +2,9 @@
 
 Runs in: driver. Everything here is raw stored data arranged into windows; nothing needs a
 network. The caller turns a ReplayBatch into training targets, e.g. the value target of unroll
-step k is `value_reward_sum[:, k] + bootstrap_discount[:, k] * v_target(bootstrap_obs[:, k])`.
+step k is `value_reward_sum[:, k] + bootstrap_discount[:, k] * v_target(bootstrap_obs[:, k])`,
+where a sequence model reads v_target in the window of `bootstrap_obs[:, :K]` and
+`bootstrap_actions` at `bootstrap_positions[:, k]`.
 Letters: B batch, K unroll steps, S frame stack, A actions, R reanalysis roots.
 """
 
@@ -48,6 +50,15 @@ class ReplayBatch:
         absorbing: [B, K+1] float32, 1 where c > n follows a true terminal (an absorbing state:
             value 0, and reward 0 for the step into it; value_mask is 0 there). A family that
             trains absorbing states (MuZero app. G) reads it; None means no such state.
+        bootstrap_actions: [B, K] int64 (continuous: [B, K, D] float32) the action taken at
+            the bootstrap state of step j, a[u_j] with u_j = min(c_j + td_j, n) the state
+            `bootstrap_obs[:, j]` stacks (0 where u_j = n: no action is stored there). The
+            states u_0, u_1, ... are consecutive up to n, then repeat n, so `bootstrap_obs[:, :K]`
+            and these actions are one trajectory window o_{u_0}, a_{u_0}, o_{u_0+1}, ... for a
+            sequence model's bootstrap (`TargetComputer`). None when not built.
+        bootstrap_positions: [B, K+1] int64 u_j − u_0, the position of step j's bootstrap
+            state in that window (<= j; a repeated n reads the position where n first appears).
+            None when not built.
 
     For continuous actions `actions` is [B, K, D] float32 (uniform in [-1, 1] past the data).
     """
@@ -70,6 +81,8 @@ class ReplayBatch:
     root_sampled_actions: np.ndarray | None = None
     chance_labels: np.ndarray | None = None
     absorbing: np.ndarray | None = None
+    bootstrap_actions: np.ndarray | None = None
+    bootstrap_positions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -156,10 +156,14 @@ def _value_fields(
     discount = np.where(exists & ~terminal, spec.discount ** td.astype(np.float64), 0.0)
     absorbing = (c > n) & ends_terminal
     bootstrap_obs = frame_stacks(store, _expand(seg), target)  # [B, K+1, S, *frame]
+    # a[target] for the first K states; row n of a segment is its zero row (action 0)
+    bootstrap_actions = store.steps.take("actions", seg.step_offset[:, None] + target[:, :k])
     return {
         "value_reward_sum": np.where(exists, reward_sum, 0.0).astype(np.float32),
         "bootstrap_discount": discount.astype(np.float32),
         "bootstrap_obs": bootstrap_obs,
+        "bootstrap_actions": bootstrap_actions,
+        "bootstrap_positions": (target - target[:, :1]).astype(np.int64),
         "value_mask": exists.astype(np.float32),
         "absorbing": absorbing.astype(np.float32),
     }

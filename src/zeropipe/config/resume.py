@@ -232,6 +232,13 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     (None, "policy.actor_inference", "eager"),
     # one weights version per collect, the reference's rule, before 'refresh' became the default
     (None, "policy.async_pipeline.collect_freshness", "reference"),
+    # the UniZero types' bootstrap values from each observation alone, before the window's
+    # context (the reference's rule) became the default
+    ("unizero", "policy.bootstrap_values", "per_observation"),
+    ("sampled_unizero", "policy.bootstrap_values", "per_observation"),
+    # their PER priorities from the root's |TD| alone, before the unroll's mean
+    ("unizero", "policy.priority_td", "root"),
+    ("sampled_unizero", "policy.priority_td", "root"),
 )
 
 

@@ -91,6 +91,7 @@ class Learner:
             cfg.device,
             inference=cfg.actor_inference,
             bf16=self.autocast == "bf16",
+            sequence_bootstrap=self.algorithm.family.sequence_bootstrap(cfg),
         )
         self.mode_check = ModeCheck(self.network)
 
@@ -121,7 +122,10 @@ class Learner:
         self.train_iter += 1
         self._update_target()
         self.mode_check.after_step(self.network, inputs.root_obs, self.train_iter)
-        priorities = (loss.root_value.float() - targets.value[:, 0]).abs().cpu().numpy() + 1e-6
+        td = loss.priority_td
+        if td is None:
+            td = (loss.root_value.float() - targets.value[:, 0]).abs()
+        priorities = td.float().cpu().numpy() + 1e-6
         metrics = {name: float(v) for name, v in loss.terms.items()}
         metrics.update(
             total_loss=float(total.detach()),

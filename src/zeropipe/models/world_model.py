@@ -251,6 +251,28 @@ class UniZeroNetwork(nn.Module):
             next_latent=self.latent_head(out[:, :, 1]),
         )
 
+    def sequence_value_logits(self, obs: Tensor, actions: Tensor) -> Tensor:
+        """Value logits at every observation of one teacher-forced pass over o_0, a_0, ...,
+        o_{J-1}: the value at o_j sees o_0..o_j and a_0..a_{j-1}, as in `sequence` (whose
+        causal mask hides a_j and later tokens); only the value head runs.
+
+        Args:
+            obs: stacked observations; uint8 is scaled by 1/255.  # [B, J, *input_shape]
+            actions: actions taken after each observation, int64 [B, J]; continuous:
+                [B, J, D] float (the last one precedes no observation and is not read).
+
+        Returns:
+            Value logits at o_j.  # [B, J, S_v]
+
+        Raises:
+            ValueError: 2J - 1 exceeds the window (2·context_steps tokens).
+        """
+        batch, steps = obs.shape[:2]
+        obs_tokens = self.encode(obs.flatten(0, 1)).view(batch, steps, -1)  # [B, J, E]
+        tokens = torch.stack([obs_tokens, self.embed_actions(actions)], dim=2).flatten(1, 2)
+        out = self.transformer(tokens[:, :-1])  # [B, 2J-1, E]: o_0, a_0, ..., o_{J-1}
+        return self.value_head(out[:, 0::2])
+
     # --- root contexts ------------------------------------------------------------------------
 
     def new_root_contexts(self, num_envs: int, clear_interval_steps: int = 0) -> RootContexts:
