@@ -83,6 +83,9 @@ def _continue_collector(state: RunState, collector: Collector) -> None:
 
 def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, progress) -> None:
     learner = state.trainer.learner
+    if state.trainer.budgets:  # owed by the checkpoint resumed (a stop inside a budget)
+        _train_budgets(state, evaluator, progress)  # first, as the run never stopped did
+        state.check_limits()
     while not state.stop_reason:
         if should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
             _evaluate(state, evaluator, progress)
