@@ -39,7 +39,8 @@ def train_sync(
         show_progress: draw the progress line on stderr.
 
     Returns:
-        How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
+        How the run ended. KeyboardInterrupt propagates after the final checkpoint is written
+        (where that write failed, the CheckpointError does instead).
 
     Raises:
         RunDirExists: a new run was pointed at an existing run's directory.
@@ -65,8 +66,10 @@ def train_sync(
         summary = close_run(state, progress)
         collector.close()
         evaluator.close()
-    if ckpt_error is not None:
-        raise ckpt_error
+        if (
+            ckpt_error is not None
+        ):  # after a Ctrl-C too: the interrupt is its context, not its cover
+            raise ckpt_error
     return summary
 
 
