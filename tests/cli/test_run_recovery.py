@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from tests.cli.test_cli import TINY, default_sigint, run_cli
 from tests.crafted import write_crafted_checkpoint
+from tests.leaks import live_pids
 from zeropipe.cli.curves import complete_lines
 from zeropipe.pipeline.checkpoint_format import read_checkpoint
 
@@ -220,4 +222,33 @@ def test_sigterm_writes_the_final_checkpoint_and_exits_143(
     )
     payload = read_checkpoint(run / "ckpt" / "ckpt_latest.pth.tar")
     assert payload["learner"]["train_iter"] == log[-2]["train_iter"]
+    assert not shm_of(proc.pid)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("pipeline", [[], ["--async-pipeline"]], ids=["sync", "async"])
+def test_a_failed_final_checkpoint_after_sigterm_exits_1_naming_it(tmp_path: Path, pipeline):
+    """The checkpoint directory is gone (a file in its place, as an unwritable disk would fail
+    every save): SIGTERM's final checkpoint fails, and that is the exit (1, one line), not the
+    interrupt's 143 that hid it."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
+    run = tmp_path / "run"
+    args = [*pipeline, *(["--set", "policy.async_pipeline.shutdown_timeout_s=20"] * bool(pipeline))]
+    proc = start(tmp_path, *args)
+    try:
+        wait_for(proc, run, lambda e: e["event"] == "train")
+        shutil.rmtree(run / "ckpt")
+        (run / "ckpt").write_text("not a directory")
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    assert proc.returncode == 1, err
+    assert "zeropipe: checkpoint error:" in err and "ckpt_latest" in err, err
+    log = metrics(run)
+    assert log[-1]["event"] == "stop"
+    assert [e["kind"] for e in log if e["event"] == "checkpoint_error"][-1] == "final"
+    assert not live_pids("session", proc.pid)
     assert not shm_of(proc.pid)

@@ -130,3 +130,31 @@ def test_the_text_log_holds_the_runs_records_only(tmp_path: Path):
     lines = [line.split(" ", 2)[2] for line in text.splitlines()]  # without the date and time
     assert lines == ["zeropipe.test INFO: an info record", "zeropipe.test WARNING: a warning"]
     assert logging.getLogger("zeropipe").handlers == handlers
+
+
+@pytest.mark.timeout(60)  # before the fix the 11th event blocked forever
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_tensorboard_writer_that_fails_stops_the_sink_not_the_run(tmp_path: Path, caplog):
+    """A full disk kills tensorboardX's writer thread at its next write; its queue then fills and
+    a put would block the run for ever (seen: a SIGTERM on a full disk hung at the final train
+    line). The sink says so once and sends nothing more; closing it returns."""
+    import errno
+
+    from zeropipe.pipeline.scalar_sinks import TensorBoardSink
+
+    sink = TensorBoardSink(tmp_path, None)
+    event_writer = sink._writer.file_writer.event_writer
+
+    def full_disk(_event):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    event_writer._ev_writer.write_event = full_disk
+    sink.add_scalars({"train/total_loss": 1.0}, 1)  # the write that kills the thread
+    event_writer._worker.join(30)
+    assert not event_writer._worker.is_alive()
+    with caplog.at_level(logging.WARNING, logger="zeropipe.run"):
+        for step in range(2, 100):  # far more events than tensorboardX's default queue holds
+            sink.add_scalars({f"train/value_{i}": float(i) for i in range(25)}, step)
+        sink.close()
+    warnings = [r for r in caplog.records if "TensorBoard event file" in r.getMessage()]
+    assert len(warnings) == 1 and "full disk" in warnings[0].getMessage()

@@ -84,8 +84,10 @@ async def train_async(
         WorkerFailed: a worker reported an error, or died more often than it may be restarted.
         RunDirExists: a new run was pointed at an existing run's directory.
         CheckpointError: the final checkpoint could not be written (raised after the `stop` line
-            and a full cleanup), or `resume` found no readable checkpoint.
-        asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled.
+            and a full cleanup, after a cancellation too), or `resume` found no readable
+            checkpoint.
+        asyncio.CancelledError: re-raised after a clean shutdown when the task was cancelled
+            (and the final checkpoint was written).
     """
     check_async_options(cfg)
     if monitor is not None:
@@ -146,10 +148,10 @@ async def _drive(
             await _shutdown(pool, publisher, ap.shutdown_timeout_s)
         finally:
             summary = close_run(state, progress)
+        if ckpt_error is not None:  # after a cancellation too: the run ends on this error
+            raise ckpt_error
     if late_cancel:
         raise asyncio.CancelledError
-    if ckpt_error is not None:
-        raise ckpt_error
     return summary
 
 

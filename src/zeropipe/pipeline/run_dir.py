@@ -32,6 +32,7 @@ import errno
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -196,6 +197,9 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
             read as a failed periodic checkpoint and the run would train on.
     """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    # the Ctrl-C being handled when the write began (a final save): the context of any error
+    # raised here, not an interrupt of this write
+    handling = sys.exc_info()[1]
     try:
         with open(tmp, "wb") as f:
             write(f)
@@ -208,7 +212,7 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         cause = _cause(exc, path) if isinstance(exc, OSError | RuntimeError) else None
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        interrupt = _interrupt_behind(exc)
+        interrupt = _interrupt_behind(exc, handling)
         if interrupt is not None and interrupt is not exc:
             raise interrupt from None
         if cause is not None:
@@ -247,11 +251,12 @@ def _errno_behind(exc: BaseException) -> int | None:
     return None
 
 
-def _interrupt_behind(exc: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt or SystemExit in `exc`'s cause/context chain (itself included)."""
+def _interrupt_behind(exc: BaseException, before: BaseException | None) -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit in `exc`'s cause/context chain (itself included),
+    up to `before`: the exception already being handled when the write began."""
     seen: set[int] = set()
     current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
+    while current is not None and current is not before and id(current) not in seen:
         if isinstance(current, KeyboardInterrupt | SystemExit):
             return current
         seen.add(id(current))

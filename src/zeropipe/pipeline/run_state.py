@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.threads import ThreadChoice
-from zeropipe.pipeline.training import Trainer
+from zeropipe.pipeline.training import TrainBudget, Trainer
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
 
@@ -273,6 +274,9 @@ class RunState:
             "last_eval_version": self.last_eval_version,
             "best_reward": self.best_reward,
             "completed_budgets": self.trainer.completed_budgets,
+            # the learner steps owed for data already in the buffer (an async run's queue, a
+            # budget cut by a stop): a resumed run trains them, as the run never stopped does
+            "budgets": [asdict(b) for b in self.trainer.budgets],
             "time_s": self.run.metrics.elapsed_s(),
             "learner_threads": self.threads.threads,
             "collector": None if self.collector_state is None else self.collector_state(),
@@ -285,9 +289,12 @@ class RunState:
     def restore_latest(self, loaded: tuple[Path, dict[str, Any]]) -> None:
         """Continue from a checkpoint read by `run_dir.load_latest` (before anything was written).
 
-        The envs start new episodes (env state is not checkpointed); everything that decides
-        learning — weights, optimizer moments, target network, replay contents, train_iter and the
-        schedules derived from it, RNG states — continues where it stopped.
+        Everything that decides learning — weights, optimizer moments, target network, replay
+        contents, the train budgets still owed, train_iter and the schedules derived from it, RNG
+        states — continues where it stopped; the sync collector's envs and unfinished episodes
+        too (`restored_collector`). An async run's collectors start new episodes: the steps not
+        yet emitted in a segment are lost, fewer than L+K+T (segment and its padding) per
+        collector env, and so are their learner steps.
 
         Args:
             loaded: (the file read, its payload).
@@ -301,6 +308,8 @@ class RunState:
         self.last_eval_version = payload.get("last_eval_version")
         self.best_reward = payload["best_reward"]
         self.trainer.completed_budgets = int(payload["completed_budgets"])
+        owed = payload.get("budgets", [])  # earlier checkpoints: none saved (those steps lost)
+        self.trainer.budgets = deque(TrainBudget(**budget) for budget in owed)
         self.run.metrics.time_offset_s = float(payload.get("time_s", 0.0))  # earlier: none saved
         self.restored_collector = payload.get("collector")
         torch.set_rng_state(payload["torch_rng"])

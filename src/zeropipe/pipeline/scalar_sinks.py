@@ -15,6 +15,7 @@ At a new run's start each sink records the resolved config once: TensorBoard as 
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +40,10 @@ NOT_CURVES = frozenset(
 )
 # The metrics the HParams tab shows beside each run's hyperparameters.
 HPARAM_METRICS = ("eval/reward_mean",)
+# events the TensorBoard writer may hold unwritten (tensorboardX: 10); a train line has ~25
+QUEUE_EVENTS = 1000
+
+log = logging.getLogger("zeropipe.run")
 _NO_WANDB = (
     "wandb.enabled: wandb is not installed; install zeropipe's wandb extra "
     '(pip install -e ".[wandb]") or leave wandb off'
@@ -98,7 +103,10 @@ class TensorBoardSink:
     def __init__(self, log_dir: Path, cfg: ExperimentConfig | None) -> None:
         from tensorboardX import SummaryWriter
 
-        self._writer = SummaryWriter(str(log_dir), flush_secs=10)
+        # A queue that a few lines' scalars never fill: its writer thread is checked before each
+        # line (see add_scalars), and a put into a full queue of a dead thread would block.
+        self._writer = SummaryWriter(str(log_dir), flush_secs=10, max_queue=QUEUE_EVENTS)
+        self._stopped = False  # the writer thread died (a write failed); nothing more is sent
         if cfg is not None:
             self._write_config(cfg)
 
@@ -116,10 +124,30 @@ class TensorBoardSink:
         self._writer.add_text("config", yaml_text, 0)
 
     def add_scalars(self, scalars: dict[str, float], envstep: int) -> None:
+        if self._stopped or not self._writing():
+            return
         for tag, value in scalars.items():
             self._writer.add_scalar(tag, value, envstep)
 
+    def _writing(self) -> bool:
+        """Whether tensorboardX's writer thread is alive. It dies on a failed write (a full
+        disk) and never takes from its queue again, so the run's next puts would fill the queue
+        and block it forever: the sink stops instead, said once; metrics.jsonl keeps every
+        record (and fails loudly itself if it cannot write)."""
+        worker = getattr(self._writer.file_writer.event_writer, "_worker", None)
+        if worker is None or worker.is_alive():
+            return True
+        self._stopped = True
+        log.warning(
+            "TensorBoard event file in %s stopped: its writer failed (a full disk?); the curves "
+            "from here on are in metrics.jsonl only",
+            self._writer.logdir,
+        )
+        return False
+
     def close(self) -> None:
+        if self._stopped or not self._writing():
+            return  # closing would flush to the failed file and wait for the dead thread
         self._writer.close()
 
 

@@ -39,7 +39,8 @@ def train_sync(
         show_progress: draw the progress line on stderr.
 
     Returns:
-        How the run ended. KeyboardInterrupt propagates after the final checkpoint is written.
+        How the run ended. KeyboardInterrupt propagates after the final checkpoint is written
+        (where that write failed, the CheckpointError does instead).
 
     Raises:
         RunDirExists: a new run was pointed at an existing run's directory.
@@ -65,8 +66,10 @@ def train_sync(
         summary = close_run(state, progress)
         collector.close()
         evaluator.close()
-    if ckpt_error is not None:
-        raise ckpt_error
+        if (
+            ckpt_error is not None
+        ):  # after a Ctrl-C too: the interrupt is its context, not its cover
+            raise ckpt_error
     return summary
 
 
@@ -83,6 +86,9 @@ def _continue_collector(state: RunState, collector: Collector) -> None:
 
 def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, progress) -> None:
     learner = state.trainer.learner
+    if state.trainer.budgets:  # owed by the checkpoint resumed (a stop inside a budget)
+        _train_budgets(state, evaluator, progress)  # first, as the run never stopped did
+        state.check_limits()
     while not state.stop_reason:
         if should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
             _evaluate(state, evaluator, progress)
