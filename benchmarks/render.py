@@ -10,9 +10,10 @@ here) and writes
 - the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
   of that page is written by hand): per learning file the same header, then success and env
   steps to the threshold per config and pipeline;
-- the README's headline table (between `README_BEGIN` and `README_END`): the `HEADLINE` file's
-  date, machine and run count, then success and wall seconds to the goal, sync against async.
-  No commit there (the README names none); the wall-clock page gives it.
+- the README's headline table (between `README_BEGIN` and `README_END`): the current rows
+  (`current_rows`: each config as shipped), their dates, machine and run count, then success and
+  wall seconds to the goal, sync against async. No commit there (the README names none); the
+  wall-clock page gives it.
 
 `--check` writes nothing and exits 1 when a committed page differs from what the files render
 (the test suite checks the same).
@@ -41,8 +42,6 @@ RESULTS_BEGIN = (
 )
 RESULTS_END = "<!-- end of the rendered section -->"
 README = ROOT / "README.md"
-# The learning file whose sync-against-async wall time is the README's headline.
-HEADLINE = RESULTS / "learning_cartpole_five_types_2026-12-06.json"
 README_BEGIN = "<!-- headline rendered by `python -m benchmarks render`: do not edit -->"
 README_END = "<!-- end of the headline -->"
 INTRO = """# Async against sync: wall-clock time
@@ -59,11 +58,52 @@ goal eval, the eval whose result reached the goal, cannot be hidden; runs whose 
 
 def render() -> str:
     """The page's text."""
-    parts = [INTRO]
+    parts = [INTRO, *_current_table()]
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         parts.append(_section(path.stem, data))
     return "\n".join(parts)
+
+
+def current_rows() -> tuple[list[LearningRow], dict[str, str], list[dict]]:
+    """The rows each learning file names `current` (the configs as shipped, at the code of their
+    file): the rows, the file each config's rows came from, and those files' data.
+
+    Raises:
+        ValueError: two files name the same config current.
+    """
+    rows, sources, files = [], {}, []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        current = data.get("current", []) if "learning" in data["sections"] else []
+        files += [data] if current else []
+        for row in data["rows"] if current else []:
+            stem = Path(row["config"]).stem
+            if stem not in current:
+                continue
+            if sources.setdefault(stem, path.stem) != path.stem:
+                raise ValueError(f"{stem} is current in {sources[stem]} and {path.stem}")
+            rows.append(LearningRow(**row))
+    return rows, sources, files
+
+
+def _current_table() -> list[str]:
+    """One table of the current rows (`current_rows`), with the file each came from."""
+    rows, sources, _files = current_rows()
+    if not rows:
+        return []
+    where = [f"- {stem}: [{name}](#{name})" for stem, name in sources.items()]
+    return [
+        "## Each config as shipped",
+        "",
+        "The newest measurement of each shipped config; each row's file (below) gives its date, "
+        "commit, command and what changed since.",
+        "",
+        format_time_table(rows),
+        "",
+        *where,
+        "",
+    ]
 
 
 def _header(title: str, data: dict) -> list[str]:
@@ -141,20 +181,21 @@ def render_results(page: str) -> str:
 
 
 def render_readme(page: str) -> str:
-    """`page` (README.md's text) with its headline table rendered from `HEADLINE`.
+    """`page` (README.md's text) with its headline table rendered from the current rows.
 
     Raises:
         ValueError: the page lacks either marker line, or has them out of order.
     """
-    data = json.loads(HEADLINE.read_text())
-    rows = [LearningRow(**row) for row in data["rows"]]
+    rows, _sources, files = current_rows()
+    data = files[0]
     machine = data["machine"]
     walls = {r.config: r for r in median_ratios(rows, field=WALL)}
     pairs: dict[str, dict[str, LearningRow]] = {}
     for row in rows:
         pairs.setdefault(row.config, {})[row.pipeline] = row
+    dates = ", ".join(sorted({f["date"] for f in files}))
     table = [
-        f"Measured {data['date']} on {machine['cpu_model']}, {machine['cores']} cores "
+        f"Measured {dates} on {machine['cpu_model']}, {machine['cores']} cores "
         f"(torch {data['torch']['version']}): CartPole, {rows[0].seeds} seeds a pipeline run one "
         f"at a time; median wall seconds from start to eval {rows[0].threshold:g} (async / sync "
         "below 1: async got there sooner).",

@@ -31,8 +31,9 @@ def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     assert out.startswith("# zeropipe\n" + render.README_BEGIN + "\n\nMeasured 2026-12-06 on ")
     assert out.endswith("\n\n" + render.README_END + "\nrest\n")
     assert "stale" not in out and "commit" not in out  # the README names no commit
-    # the rows of learning_cartpole_five_types_2026-12-06.json, as its page tables them
-    assert "| cartpole_muzero | 8/8, 8/8 | 16.8 | 20.9 | 1.25 [0.54, 1.92] |" in out
+    # each config's current row, as the wall-clock page tables it: muzero's from its own file,
+    # muzero_context's from the five-types file
+    assert "| cartpole_muzero | 8/8, 8/8 | 15.8 | 14.2 | 0.90 [0.34, 1.71] |" in out
     assert "| cartpole_muzero_context | 8/8, 8/8 | 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
@@ -86,3 +87,14 @@ def test_a_pong_window_file_is_tabled_with_its_rates_ratio_and_phases():
     assert lines[2] == f"| pong_muzero | 90 | sync | 10.00 | 2.00 | 0.50 | {phases_text} |"
     assert lines[3] == "| pong_muzero | 90 | async | 15.00 | 2.50 | - | - |"
     assert lines[4] == "| pong_muzero | | async / sync | 1.50× | 1.25× | | |"
+
+
+def test_a_config_current_in_two_files_is_an_error(tmp_path, monkeypatch):
+    row = json.loads(
+        (render.RESULTS / "learning_cartpole_gumbel_muzero_2026-12-06.json").read_text()
+    )
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(row))
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    with pytest.raises(ValueError, match="cartpole_gumbel_muzero is current in a and b"):
+        render.current_rows()
