@@ -45,7 +45,8 @@ def _configs_of(policy_type: str) -> list[str]:
 
 
 def test_the_registry_holds_the_ten_documented_types():
-    assert sorted(ALGORITHMS) == TYPES
+    # a type registered by its module path (`module:name`, a test's own plugin) is not built in
+    assert sorted(name for name in ALGORITHMS if ":" not in name) == TYPES
 
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", POLICIES / "index.md"], ids=lambda p: p.name)

@@ -55,6 +55,15 @@ def _events(run: Path, event: str) -> list[dict]:
     return [e for e in lines if e["event"] == event]
 
 
+def _owe_in_log(run: Path, steps: int) -> None:
+    """Set the owed learner steps of the run's last checkpoint record."""
+    log = run / "log" / "metrics.jsonl"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    last = max(i for i, e in enumerate(lines) if e["event"] == "checkpoint")
+    lines[last]["owed_steps"] = steps
+    log.write_text("".join(json.dumps(e) + "\n" for e in lines))
+
+
 @pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
 def test_a_resumed_run_trains_the_budgets_its_checkpoint_owes(tmp_path: Path, pipeline):
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
@@ -67,6 +76,7 @@ def test_a_resumed_run_trains_the_budgets_its_checkpoint_owes(tmp_path: Path, pi
     stopped = _events(run, "stop")[-1]
     payload["budgets"] = OWED
     torch.save(encode(payload), latest)
+    _owe_in_log(run, OWED_STEPS)  # as the run's last checkpoint record would say
 
     # the env steps are spent (the same max_env_step): only the owed steps are left to train
     code, err = _resume(tmp_path, *pipeline)

@@ -67,7 +67,9 @@ def run_end(cfg: ExperimentConfig) -> RunEnd | None:
     if scores and max(scores) >= stop_value:
         reached = f"eval reward_mean {max(scores):g} >= env.stop_value {stop_value:g}"
         return RunEnd("env.stop_value", reached, envstep, train_iter)
-    if envstep >= cfg.max_env_step:
+    # env steps spent but learner steps owed (a Ctrl-C while the last budgets trained): the
+    # resume trains them, as the run would have
+    if envstep >= cfg.max_env_step and not last.get("owed_steps"):
         reached = f"env step {envstep} >= max_env_step {cfg.max_env_step}"
         return RunEnd("max_env_step", reached, envstep, train_iter)
     if train_iter >= cfg.max_train_iter:

@@ -259,8 +259,14 @@ class RunState:
             self._failing.discard(kind)
             log.info("%s checkpoint written again (%s)", kind, path.name)
         if kind == "latest":
+            owed = self.trainer.owed_steps()  # trained on resume (run_end reads it)
             self.run.metrics.log(
-                "checkpoint", self.envstep, self.train_iter, name=path.name, reason=reason
+                "checkpoint",
+                self.envstep,
+                self.train_iter,
+                name=path.name,
+                reason=reason,
+                owed_steps=owed,
             )
 
     def latest_payload(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
