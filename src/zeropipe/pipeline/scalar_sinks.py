@@ -23,8 +23,9 @@ from typing import Any, Protocol
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 
 # Fields that are no curve (see the module docstring).
-# the end of a run: its time accounting is on the train lines already, as curves
-NOT_CURVE_EVENTS = frozenset({"stop"})
+# the end of a run: its time accounting is on the train lines already, as curves; a checkpoint:
+# the learner steps it owes are the train lines' budget queue, already a curve
+NOT_CURVE_EVENTS = frozenset({"stop", "checkpoint"})
 NOT_CURVES = frozenset(
     {
         "time_s",
