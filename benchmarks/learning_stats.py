@@ -60,7 +60,8 @@ def pooled_async_ratio(rows, draws: int = 10_000, seed: int = 0) -> PooledRatio 
 @dataclass(frozen=True)
 class MedianRatio:
     """One config's async median env steps to threshold over its sync median (issue 23's
-    per-type criterion), with a percentile bootstrap interval over the successful seeds."""
+    per-type criterion), with a percentile bootstrap interval over the seeds: every seed, one
+    that never reached the threshold counted as slower than any that did (`all_seeds`)."""
 
     config: str
     ratio: float
@@ -75,15 +76,40 @@ def median_ratios(
     """Per config with a success in both pipelines, in the rows' order; each config's interval
     from its own generator, so it does not move with the other configs judged beside it.
     `field`: the Row's per-seed values (env steps to threshold, or the process's wall seconds
-    to the goal)."""
+    to the goal). A median past the successes is infinite: the ratio is then inf (async's) or 0
+    (sync's), and resamples where both are infinite are left out of the interval."""
     out = []
-    for config, (s, a) in _pairs_by_config(rows, field).items():
+    for config, (s, a) in _pairs_by_config(rows, field, every_seed=True).items():
         rng = np.random.default_rng(seed)  # the table's median: of env steps, not their logs
-        point = float(np.median(a) / np.median(s))
-        boots = _resampled_medians(a, draws, rng) / _resampled_medians(s, draws, rng)
-        low, high = (float(q) for q in np.quantile(boots, [0.025, 0.975]))
-        out.append(MedianRatio(config, point, low, high, seeds=(len(s), len(a))))
+        point = float(_ratio(np.median(a), np.median(s)))
+        boots = _ratio(_resampled_medians(a, draws, rng), _resampled_medians(s, draws, rng))
+        # nearest, not interpolated: between two infinite resamples lies no number
+        low, high = (float(q) for q in np.nanquantile(boots, [0.025, 0.975], method="nearest"))
+        successes = (int(np.isfinite(s).sum()), int(np.isfinite(a).sum()))
+        out.append(MedianRatio(config, point, low, high, seeds=successes))
     return out
+
+
+def all_seeds(row, field: str = "envsteps_to_threshold") -> np.ndarray:
+    """The row's values of `field` for every seed it ran: each seed without one (it never
+    reached the threshold, or never stopped at the goal) is +inf, slower than any that did.
+    A median over the successes alone would drop the slowest seeds and flatter the pipeline
+    that failed more."""
+    values = [float(v) for v in getattr(row, field)]
+    return np.asarray(values + [math.inf] * max(0, row.seeds - len(values)), dtype=float)
+
+
+def censored_median(row, field: str = "envsteps_to_threshold") -> float:
+    """The median over every seed the row ran (`all_seeds`); inf when half or more of them
+    never got there; nan for a row with no seeds."""
+    values = all_seeds(row, field)
+    return float(np.median(values)) if len(values) else math.nan
+
+
+def _ratio(num, den):
+    """num / den where inf / inf (and 0 / 0) is nan, not a warning."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(num, den)
 
 
 def format_median_ratio(r: MedianRatio) -> str:
@@ -129,15 +155,15 @@ def _pairs(rows) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _pairs_by_config(
-    rows, field: str = "envsteps_to_threshold"
+    rows, field: str = "envsteps_to_threshold", every_seed: bool = False
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(sync, async) values of `field` (env steps to threshold) by config with successes in
-    both, in the rows' order."""
+    both, in the rows' order; with `every_seed`, each arm has every seed (`all_seeds`)."""
     by_config: dict[str, dict[str, np.ndarray]] = {}
     for row in rows:
         if getattr(row, field):
-            steps = np.asarray(getattr(row, field), dtype=float)
-            by_config.setdefault(row.config, {})[row.pipeline] = steps
+            values = all_seeds(row, field) if every_seed else getattr(row, field)
+            by_config.setdefault(row.config, {})[row.pipeline] = np.asarray(values, dtype=float)
     both = {c: d for c, d in by_config.items() if {"sync", "async"} <= d.keys()}
     return {c: (d["sync"], d["async"]) for c, d in both.items()}
 

@@ -6,7 +6,9 @@ for sync and async, async over sync with a percentile bootstrap interval over th
 perfect-overlap bound of the sync runs (each sync run's wall less the shorter side of
 max(train + driver, collect + eval), from its `stop` line: phases.py), async's wall over that
 bound, the learner's busy fraction, and the
-median env steps to the threshold for both (reported, not a gate). Wall seconds mean something
+median env steps to the threshold for both (reported, not a gate). Every median is over all the
+seeds run, a seed that never reached the goal counted as slower than any that did: a median over
+the successes alone would flatter the pipeline that failed more. Wall seconds mean something
 only for runs made one at a time on a quiet machine (`--jobs 1`, the default).
 """
 
@@ -15,9 +17,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from benchmarks.learning_stats import median_ratios
+from benchmarks.learning_stats import censored_median, median_ratios
 
 WALL = "process_wall_s_to_goal"
+STEPS = "envsteps_to_threshold"
 
 
 def format_time_table(rows) -> str:
@@ -39,13 +42,13 @@ def format_time_table(rows) -> str:
         s, a = pair["sync"], pair["async"]
         lines.append(
             f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
-            f"{len(getattr(a, WALL))}/{a.seeds} | {_median(getattr(s, WALL))} "
-            f"| {_median(getattr(a, WALL))} | {_ratio(walls.get(config))} "
+            f"{len(getattr(a, WALL))}/{a.seeds} | {format_censored(s, WALL)} "
+            f"| {format_censored(a, WALL)} | {_ratio(walls.get(config))} "
             f"| {_median(s.overlap_bound_s)} | {_over_bound(a, s)} "
             f"| {_median(s.learner_busy_fraction, '.2f')} / "
             f"{_median(a.learner_busy_fraction, '.2f')} "
-            f"| {_median(s.envsteps_to_threshold, ',.0f')} "
-            f"| {_median(a.envsteps_to_threshold, ',.0f')} | {_ratio(steps.get(config))} |"
+            f"| {format_censored(s, STEPS, ',.0f')} "
+            f"| {format_censored(a, STEPS, ',.0f')} | {_ratio(steps.get(config))} |"
         )
     return "\n".join(lines)
 
@@ -109,8 +112,18 @@ def _ratio(r) -> str:
     return "-" if r is None else f"{r.ratio:.2f} [{r.low:.2f}, {r.high:.2f}]"
 
 
-def _over_bound(a, s) -> str:
-    """Async's median wall over sync's median perfect-overlap bound."""
-    if not getattr(a, WALL) or not s.overlap_bound_s:
+def format_censored(row, field: str, fmt: str = ".1f") -> str:
+    """The median of `field` over every seed of the row, a seed that never got there counted
+    as slower than all that did; "not reached" when that is half of them or more."""
+    value = censored_median(row, field)
+    if value != value:  # nan: no seeds
         return "-"
-    return f"{statistics.median(getattr(a, WALL)) / statistics.median(s.overlap_bound_s):.2f}"
+    return "not reached" if value == float("inf") else format(value, fmt)
+
+
+def _over_bound(a, s) -> str:
+    """Async's median wall (every seed) over sync's median perfect-overlap bound."""
+    wall = censored_median(a, WALL)
+    if not getattr(a, WALL) or not s.overlap_bound_s or wall == float("inf"):
+        return "-"
+    return f"{wall / statistics.median(s.overlap_bound_s):.2f}"

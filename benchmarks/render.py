@@ -29,7 +29,13 @@ from pathlib import Path
 
 from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_stats import median_ratios
-from benchmarks.learning_time import WALL, format_pace, format_phases, format_time_table
+from benchmarks.learning_time import (
+    WALL,
+    format_censored,
+    format_pace,
+    format_phases,
+    format_time_table,
+)
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import format_rows
 
@@ -53,6 +59,8 @@ wall time less the shorter side of max(train + driver, collect + eval - goal eva
 run of the same work could take at best ([where the time goes](async.md#where-the-time-goes)). The
 goal eval, the eval whose result reached the goal, cannot be hidden; runs whose `stop` line has no
 `goal_eval_s` (the files before it existed) count it as hideable, a bound lower than it should be.
+Medians of wall seconds and env steps are over every seed run: a seed that never reached the goal
+counts as slower than every seed that did ("not reached" when that is half of them or more).
 """
 
 
@@ -211,14 +219,10 @@ def render_readme(page: str) -> str:
         spread = "-" if ratio is None else f"{ratio.ratio:.2f} [{ratio.low:.2f}, {ratio.high:.2f}]"
         table.append(
             f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
-            f"{len(getattr(a, WALL))}/{a.seeds} | {_median_s(getattr(s, WALL))} "
-            f"| {_median_s(getattr(a, WALL))} | {spread} |"
+            f"{len(getattr(a, WALL))}/{a.seeds} | {format_censored(s, WALL)} "
+            f"| {format_censored(a, WALL)} | {spread} |"
         )
     return _between(page, README_BEGIN, README_END, [*table, ""], README)
-
-
-def _median_s(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f}" if values else "-"
 
 
 def _between(page: str, begin: str, end: str, section: list[str], where: Path) -> str:

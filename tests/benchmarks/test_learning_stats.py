@@ -7,6 +7,7 @@ import math
 import pytest
 from benchmarks.learning import Row
 from benchmarks.learning_stats import (
+    censored_median,
     format_median_ratio,
     format_pooled,
     median_ratios,
@@ -15,8 +16,9 @@ from benchmarks.learning_stats import (
 )
 
 
-def _row(config: str, pipeline: str, steps: list[int]) -> Row:
-    return Row(config, pipeline, 195.0, 3, len(steps), steps, [], [], [], [], 0)
+def _row(config: str, pipeline: str, steps: list[int], seeds: int | None = None) -> Row:
+    seeds = len(steps) if seeds is None else seeds
+    return Row(config, pipeline, 195.0, seeds, len(steps), steps, [], [], [], [], 0)
 
 
 def test_the_ratio_is_the_geometric_mean_over_configs_of_each_configs_ratio():
@@ -84,6 +86,20 @@ def test_each_configs_ratio_of_medians_and_whether_its_interval_is_inside_25_per
     assert (b.ratio, b.low, b.high) == (pytest.approx(1.1),) * 3
     line = format_median_ratio(b)
     assert "b.yaml: 1.10" in line and "(4 and 2 successes); inside ±25%" in line
+
+
+def test_a_seed_that_never_reached_the_threshold_counts_as_the_slowest():
+    # sync: 3 of 4 seeds at 1000, 2000, 3000; the median over every seed is (2000 + 3000) / 2,
+    # not the successes' 2000. Async: 4 of 4
+    rows = [_row("a.yaml", "sync", [1000, 2000, 3000], 4), _row("a.yaml", "async", [2500] * 4)]
+    assert censored_median(rows[0]) == 2500.0
+    assert median_ratios(rows)[0].ratio == pytest.approx(1.0)
+    assert median_ratios(rows)[0].seeds == (3, 4)
+    # half of async's seeds failing: its median is past every success
+    rows[1] = _row("a.yaml", "async", [2500, 2500], 4)
+    ratio = median_ratios(rows)[0]
+    assert math.isinf(ratio.ratio) and censored_median(rows[1]) == math.inf
+    assert math.isinf(ratio.high)
 
 
 def test_an_even_count_takes_the_tables_median_of_env_steps():

@@ -44,6 +44,17 @@ def test_the_time_table_puts_async_beside_sync_and_its_bound():
     assert row.startswith("| cartpole_muzero | 3/3, 3/3 |")
 
 
+def test_the_time_table_counts_a_seed_without_the_goal_as_the_slowest():
+    never = _stopped(3, "async", 20.0, 120.0, reason="max_env_step")
+    sync = judge([_stopped(s, "sync", 40.0 + s, 200.0) for s in range(4)], threshold=195)
+    fast = judge([*(_stopped(s, "async", 30.0 + s, 200.0) for s in range(3)), never], 195)
+    row = format_time_table([sync, fast]).splitlines()[-1]
+    # async medians over 4 seeds: (31 + 32) / 2 = 31.5 wall, not 31 over its 3 successes
+    assert row.startswith("| cartpole_muzero | 4/4, 3/4 | 41.5 | 31.5 |")
+    worse = judge([_stopped(0, "async", 30.0, 200.0), never, never, never], threshold=195)
+    assert "| 41.5 | not reached |" in format_time_table([sync, worse]).splitlines()[-1]
+
+
 def test_async_settings_reach_only_the_async_runs():
     items = ["seed=1", "policy.async_pipeline.worker_niceness=5", "policy.eval_freq=10"]
     assert for_pipeline(items, "async") == items
