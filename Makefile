@@ -1,9 +1,14 @@
 # zeropipe — set-up, training, tests, lint and benchmarks. Everything runs in $(VENV).
-# TORCH_SPEC pins the CPU wheel (a bare `pip install torch` would pull a multi-GB CUDA build);
-# on a GPU machine set it to the build you want, e.g. `make install TORCH_SPEC=torch==2.13.0+cu128`.
+# TORCH_SPEC pins torch's version, not its build: pip takes whichever build of it its indexes
+# offer (from PyPI on Linux x86-64 that is the multi-GB CUDA build; on macOS and Windows the CPU
+# one). TORCH_INDEX picks the build: PyTorch's wheel index for it, which the torch step then reads
+# instead of pip's own indexes (the rest installs as before). Empty (the default): pip's own.
+#   make install TORCH_INDEX=https://download.pytorch.org/whl/cpu     # the small CPU wheel
+#   make install TORCH_INDEX=https://download.pytorch.org/whl/cu128   # CUDA 12.8
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
 CONFIG ?= configs/cartpole_muzero.yaml
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -13,7 +18,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"$(if $(TORCH_INDEX), --index-url "$(TORCH_INDEX)")
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
@@ -55,9 +60,10 @@ bench: $(STAMP)
 bench-learning: $(STAMP)
 	$(PY) -m benchmarks learning
 
-# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models.
+# Pong sync/async table on a GPU machine: CUDA torch in build/venv-gpu, GPU-sized models
+# (from TORCH_INDEX when set, else the script's CUDA 12.8 index).
 bench-gpu:
-	TORCH_SPEC="$(TORCH_SPEC)" benchmarks/gpu_pong.sh
+	TORCH_SPEC="$(TORCH_SPEC)" $(if $(TORCH_INDEX),TORCH_INDEX="$(TORCH_INDEX)" )benchmarks/gpu_pong.sh
 
 # numba's on-disk cache keys a kernel by its own file only: after editing mcts/ kernels that are
 # inlined into others (selection.py, backup.py, qtransform.py), `make clean` drops stale builds.

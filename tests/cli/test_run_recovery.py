@@ -68,6 +68,35 @@ def shm_of(pid: int) -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith(f"zeropipe_{pid}_")}
 
 
+def sigterm_once_training(
+    tmp_path: Path, pipeline: list[str], sigint=default_sigint, before_sigterm=None
+) -> tuple[subprocess.Popen, str]:
+    """A long run of the tiny config in `run/`, sent SIGTERM (to the driver alone) once its first
+    train line is logged, `before_sigterm(run)` first; the ended process and its stderr."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
+    run = tmp_path / "run"
+    # an async setting only with the async pipeline: a sync train refuses it
+    args = [*pipeline, *(["--set", "policy.async_pipeline.shutdown_timeout_s=20"] * bool(pipeline))]
+    proc = start(tmp_path, *args, sigint=sigint)
+    try:
+        wait_for(proc, run, lambda e: e["event"] == "train")
+        if before_sigterm is not None:
+            before_sigterm(run)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    return proc, err
+
+
+def _ckpt_dir_made_a_file(run: Path) -> None:
+    """A file where the checkpoint directory was: every save fails, as on an unwritable disk."""
+    shutil.rmtree(run / "ckpt")
+    (run / "ckpt").write_text("not a directory")
+
+
 @pytest.mark.slow  # the fast path has tests/pipeline/test_run_dir.py for the same policy
 @pytest.mark.timeout(300)
 def test_the_same_command_twice_never_changes_the_first_run(tmp_path: Path):
@@ -196,19 +225,8 @@ def test_sigterm_writes_the_final_checkpoint_and_exits_143(
 ):
     """`kill PID` (a scheduler's stop) takes the Ctrl-C path, sent to the driver alone; also in
     a process that started with SIGINT ignored (before the fix it kept training)."""
-    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
     run = tmp_path / "run"
-    # an async setting only with the async pipeline: a sync train refuses it
-    args = [*pipeline, *(["--set", "policy.async_pipeline.shutdown_timeout_s=20"] * bool(pipeline))]
-    proc = start(tmp_path, *args, sigint=sigint)
-    try:
-        wait_for(proc, run, lambda e: e["event"] == "train")
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=30)
+    proc, err = sigterm_once_training(tmp_path, pipeline, sigint=sigint)
     assert proc.returncode == 143, err
     log = metrics(run)
     reason = "cancelled" if pipeline else "interrupted"  # each pipeline's word for Ctrl-C
@@ -231,20 +249,8 @@ def test_a_failed_final_checkpoint_after_sigterm_exits_1_naming_it(tmp_path: Pat
     """The checkpoint directory is gone (a file in its place, as an unwritable disk would fail
     every save): SIGTERM's final checkpoint fails, and that is the exit (1, one line), not the
     interrupt's 143 that hid it."""
-    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "100000"))
     run = tmp_path / "run"
-    args = [*pipeline, *(["--set", "policy.async_pipeline.shutdown_timeout_s=20"] * bool(pipeline))]
-    proc = start(tmp_path, *args)
-    try:
-        wait_for(proc, run, lambda e: e["event"] == "train")
-        shutil.rmtree(run / "ckpt")
-        (run / "ckpt").write_text("not a directory")
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=30)
+    proc, err = sigterm_once_training(tmp_path, pipeline, before_sigterm=_ckpt_dir_made_a_file)
     assert proc.returncode == 1, err
     assert "zeropipe: checkpoint error:" in err and "ckpt_latest" in err, err
     log = metrics(run)

@@ -60,7 +60,7 @@ def check_async_options(cfg: ExperimentConfig) -> None:
         if getattr(ap, name) > 0 and not _cuda_available():
             raise ConfigError(
                 f"policy.async_pipeline.{name}: a GPU share was asked for but torch sees no CUDA "
-                "device; set it to 0 or install a CUDA build of torch (Makefile TORCH_SPEC)"
+                "device; set it to 0 or install a CUDA build of torch (the Makefile's TORCH_INDEX)"
             )
 
 
