@@ -423,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log_to_console(quiet=getattr(args, "quiet", False))
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
-    from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
+    from zeropipe.pipeline.errors import CheckpointError, DiskFull, WorkerFailed
 
     try:
         if args.command == "config":  # the env id too, as `train` does, but calls no code
@@ -451,6 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except CheckpointError as exc:
         print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except DiskFull as exc:
+        print(f"zeropipe: disk full: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (NonFiniteError, NonFiniteEnvOutput) as exc:
         print(f"zeropipe: stopped, not finite: {exc}", file=sys.stderr)
