@@ -391,9 +391,10 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _log_to_console(quiet: bool) -> None:
-    """Log records on stderr: INFO and above, WARNING and above with `--quiet`.
+    """Log records on stderr: INFO and above; with `--quiet`, WARNING and above and the INFO
+    records marked `SHOWN_QUIET` (the line saying what a resumed run continues from).
 
-    `--quiet` raises the console handler's level, not the loggers', so the run's own text log
+    `--quiet` filters the console handler, not the loggers, so the run's own text log
     (`log/train.log`, pipeline/text_log.py) still gets the INFO records.
     """
     from zeropipe.pipeline.text_log import FORMAT
@@ -403,7 +404,11 @@ def _log_to_console(quiet: bool) -> None:
     logging.basicConfig(level=logging.INFO, format=FORMAT)  # a no-op if root has handlers
     if quiet:
         for handler in set(root.handlers) - before:  # only the one basicConfig added
-            handler.setLevel(logging.WARNING)
+            handler.addFilter(_quiet_console)
+
+
+def _quiet_console(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or getattr(record, "shown_quiet", False)
 
 
 def _ignore_late_interrupts() -> None:

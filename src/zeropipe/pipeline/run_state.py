@@ -28,6 +28,7 @@ from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import CheckpointError, DiskFull
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
+from zeropipe.pipeline.text_log import SHOWN_QUIET
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.pipeline.training import TrainBudget, Trainer
 from zeropipe.workers.collector import CollectOutcome
@@ -331,7 +332,11 @@ class RunState:
         self._latest_at = (time.monotonic(), self.train_iter)
         self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
         log.info(
-            "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter
+            "resumed from %s at env step %d, train_iter %d",
+            path,
+            self.envstep,
+            self.train_iter,
+            extra=SHOWN_QUIET,  # a --quiet run says so too
         )
 
     def fail(self, exc: BaseException) -> None:

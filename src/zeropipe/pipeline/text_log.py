@@ -19,6 +19,8 @@ from pathlib import Path
 from zeropipe.pipeline.errors import DiskFull, disk_full
 
 FORMAT = "%(asctime)s %(name)s %(levelname)s: %(message)s"
+# `extra` of the INFO records a console shows under `--quiet` too (what a run continues from)
+SHOWN_QUIET = {"shown_quiet": True}
 LOGGER = "zeropipe"
 
 
