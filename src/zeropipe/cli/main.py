@@ -391,9 +391,10 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _log_to_console(quiet: bool) -> None:
-    """Log records on stderr: INFO and above, WARNING and above with `--quiet`.
+    """Log records on stderr: INFO and above; with `--quiet`, WARNING and above and the INFO
+    records marked `SHOWN_QUIET` (the line saying what a resumed run continues from).
 
-    `--quiet` raises the console handler's level, not the loggers', so the run's own text log
+    `--quiet` filters the console handler, not the loggers, so the run's own text log
     (`log/train.log`, pipeline/text_log.py) still gets the INFO records.
     """
     from zeropipe.pipeline.text_log import FORMAT
@@ -403,7 +404,11 @@ def _log_to_console(quiet: bool) -> None:
     logging.basicConfig(level=logging.INFO, format=FORMAT)  # a no-op if root has handlers
     if quiet:
         for handler in set(root.handlers) - before:  # only the one basicConfig added
-            handler.setLevel(logging.WARNING)
+            handler.addFilter(_quiet_console)
+
+
+def _quiet_console(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or getattr(record, "shown_quiet", False)
 
 
 def _ignore_late_interrupts() -> None:
@@ -423,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log_to_console(quiet=getattr(args, "quiet", False))
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
-    from zeropipe.pipeline.errors import CheckpointError, WorkerFailed
+    from zeropipe.pipeline.errors import CheckpointError, DiskFull, WorkerFailed
 
     try:
         if args.command == "config":  # the env id too, as `train` does, but calls no code
@@ -451,6 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except CheckpointError as exc:
         print(f"zeropipe: checkpoint error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except DiskFull as exc:
+        print(f"zeropipe: disk full: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (NonFiniteError, NonFiniteEnvOutput) as exc:
         print(f"zeropipe: stopped, not finite: {exc}", file=sys.stderr)

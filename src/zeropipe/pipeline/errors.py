@@ -28,3 +28,14 @@ class CheckpointRefused(CheckpointError):
 
 class RunDirLocked(ConfigError):
     """The run directory is held by another live zeropipe process (see run_lock.py)."""
+
+
+class DiskFull(Exception):
+    """A run's log file (`log/metrics.jsonl`, `log/train.log`) could not be written: no space
+    left on its device. The message names the file; the run stops, its final checkpoint written
+    if there is room for it."""
+
+
+def disk_full(path: object) -> DiskFull:
+    """The error of a write to `path` that found its device full."""
+    return DiskFull(f"no space left on device writing {path}: free space, then resume the run")

@@ -6,6 +6,8 @@ Runs in: driver.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import math
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zeropipe.pipeline.errors import DiskFull, disk_full
 from zeropipe.pipeline.scalar_sinks import ScalarSink, curve_scalars
 
 log = logging.getLogger("zeropipe.driver")
@@ -35,7 +38,11 @@ class MetricsLog:
         self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
         path = log_dir / "metrics.jsonl"
         _drop_a_half_written_line(path)
+        self.path = path
         self._file = open(path, "a", buffering=1)  # noqa: SIM115
+        # A full disk stops the writes (what is left of the line is dropped on resume): the
+        # driver reads this between steps and ends the run on it (RunDir.check_writes).
+        self.write_error: DiskFull | None = None
         self._sinks: list[ScalarSink] = []
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
@@ -56,7 +63,7 @@ class MetricsLog:
             "train_iter": int(train_iter),
             **{k: _plain(v) for k, v in fields.items()},
         }
-        self._file.write(json.dumps(record) + "\n")
+        self._write(json.dumps(record) + "\n")
         scalars = curve_scalars(record)
         if scalars:
             for sink in self._sinks:
@@ -65,13 +72,25 @@ class MetricsLog:
             listener(record)
         return record
 
+    def _write(self, line: str) -> None:
+        if self.write_error is not None:
+            return
+        try:
+            self._file.write(line)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            self.write_error = disk_full(self.path)
+
     def close(self) -> None:
         """Flush and close the file and every sink (once)."""
         sinks, self._sinks = self._sinks, []
         for sink in sinks:
             sink.close()
         if not self._file.closed:
-            self._file.close()
+            # after a full disk, the flush of the line that did not fit fails again
+            with contextlib.suppress(OSError) if self.write_error else contextlib.nullcontext():
+                self._file.close()
 
 
 def _plain(value: Any) -> Any:

@@ -176,6 +176,16 @@ class RunDir:
             write_durably(self.root / "config.yaml", lambda f: f.write(text))
             self._config_yaml = None
 
+    def check_writes(self) -> None:
+        """Raise the full disk that stopped a log file's writes, if one did.
+
+        Raises:
+            DiskFull: `log/metrics.jsonl` or `log/train.log` found no space left.
+        """
+        error = self.metrics.write_error or self.text_log.write_error
+        if error is not None:
+            raise error
+
     def close(self) -> None:
         """Close the metrics sinks, detach the text log (its last records included), then let
         the directory's lock go."""

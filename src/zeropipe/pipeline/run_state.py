@@ -25,9 +25,10 @@ import numpy as np
 import torch
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.errors import CheckpointError, DiskFull
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
+from zeropipe.pipeline.text_log import SHOWN_QUIET
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.pipeline.training import TrainBudget, Trainer
 from zeropipe.workers.collector import CollectOutcome
@@ -120,7 +121,12 @@ class RunState:
         return max(time.monotonic() - self.run.metrics.start, 1e-9)
 
     def check_limits(self) -> None:
-        """Set `stop_reason` from the env-step and train-iter limits."""
+        """Set `stop_reason` from the env-step and train-iter limits.
+
+        Raises:
+            DiskFull: a log file found no space left (the run stops on it: `fail`).
+        """
+        self.run.check_writes()
         if self.stop_reason:
             return
         if self.train_iter >= self.cfg.max_train_iter:
@@ -326,12 +332,21 @@ class RunState:
         self._latest_at = (time.monotonic(), self.train_iter)
         self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
         log.info(
-            "resumed from %s at env step %d, train_iter %d", path, self.envstep, self.train_iter
+            "resumed from %s at env step %d, train_iter %d",
+            path,
+            self.envstep,
+            self.train_iter,
+            extra=SHOWN_QUIET,  # a --quiet run says so too
         )
 
     def fail(self, exc: BaseException) -> None:
         """The run ends on an error: its stop reason is "error", and no final checkpoint will
-        overwrite the last good `ckpt_latest` (a crash may leave the learner in any state)."""
+        overwrite the last good `ckpt_latest` (a crash may leave the learner in any state).
+        A full disk under the logs is no crash: the stop reason is "disk_full" and the final
+        checkpoint is written if there is room for it."""
+        if isinstance(exc, DiskFull):
+            self.stop_reason = "disk_full"
+            return
         self.stop_reason = "error"
         self.error = f"{type(exc).__name__}: {exc}"
 
