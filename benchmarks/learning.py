@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -175,20 +176,29 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with log_path.open("w") as log:
-        try:
-            proc = subprocess.run(
-                _command(spec, overrides, threads),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                cwd=ROOT,
-            )
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = -1
+        proc = subprocess.Popen(
+            _command(spec, overrides, threads), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+        code = _wait_or_interrupt(proc, timeout_s)
     wall = {"process_wall_s": round(time.monotonic() - start, 3), "returncode": code}
     spec.run_dir.with_suffix(".wall.json").write_text(json.dumps(wall))
     return _read_curve(spec, code)
+
+
+def _wait_or_interrupt(proc: subprocess.Popen, timeout_s: float) -> int:
+    """The run's exit code; past `timeout_s` it gets a Ctrl-C (it stops as a user's would:
+    workers shut down, a checkpoint written) and, if still there a minute later, a kill.
+    A stopped run's code is -1: it did not reach its goal in the time given."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return -1
 
 
 def read_finished(spec: RunSpec) -> Curve:
@@ -420,7 +430,13 @@ def _parser() -> argparse.ArgumentParser:
         help="episodes per eval, all at once (env.n_evaluator_episode; default 16: three "
         "seeded episodes judge a policy poorly). 0: the configs' own",
     )
-    parser.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        default=3600.0,
+        help="per run: past it the run gets a Ctrl-C and counts as short of its goal (a median "
+        "over the seeds is then still exact while it lies below the timeout)",
+    )
     parser.add_argument(
         "--judge-only",
         type=Path,

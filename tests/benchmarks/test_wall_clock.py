@@ -110,3 +110,21 @@ def test_grid_pace_reads_when_the_first_scored_weights_were_made_and_their_eval_
         "pace, cartpole_muzero async (median s): first eval's weights made at 7.0, "
         "its result 2.5 later"
     )
+
+
+def test_a_run_past_its_timeout_gets_a_ctrl_c_and_counts_as_stopped():
+    import subprocess
+    import sys
+
+    from benchmarks.learning import _wait_or_interrupt
+
+    waits = "import signal; print('up', flush=True); signal.pause()"
+    proc = subprocess.Popen([sys.executable, "-c", waits], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"  # its SIGINT handler is Python's by now
+        assert _wait_or_interrupt(proc, timeout_s=0.2) == -1
+        assert proc.returncode not in (None, 0)  # it ended, on the KeyboardInterrupt
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
