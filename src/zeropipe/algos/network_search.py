@@ -151,10 +151,7 @@ class NetworkSearch:
     ) -> StepOutput:
         """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
         two-kind `search_step` (afterstates from states, states from afterstates)."""
-        dtype = np.float32 if actions.dtype.kind == "f" else np.int64
-        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
-        if self.device.type != "cpu":
-            action = action.to(self.device)
+        action = action_tensor(actions, self.device)
         if from_chance is None and self.traced is not None:
             step = self.traced(latent, action)
             if step is not None:
@@ -171,6 +168,14 @@ class NetworkSearch:
             value=_scalar(out.value_logits, self.network.value_support),
             policy_logits=out.policy_logits.float().cpu().numpy(),
         )
+
+
+def action_tensor(actions: np.ndarray, device: torch.device) -> torch.Tensor:
+    """[B] (or [B, D] continuous) actions as the model step's tensor on `device` (int64, or
+    float32 for continuous actions)."""
+    dtype = np.float32 if actions.dtype.kind == "f" else np.int64
+    action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
+    return action if device.type == "cpu" else action.to(device)
 
 
 def eval_mode(network: Network) -> None:

@@ -93,10 +93,13 @@ class TracedStep:
         out = self.graph(latent, action)
         if out is None:
             return None
-        next_latent, reward, value, logits = out
-        return StepOutput(
-            latent=next_latent,
-            reward=reward.cpu().numpy(),
-            value=value.cpu().numpy(),
-            policy_logits=logits.cpu().numpy(),
-        )
+        return step_output(*out)
+
+
+def step_output(latent: Tensor, reward: Tensor, value: Tensor, logits: Tensor) -> StepOutput:
+    """The graph's outputs as the search's `StepOutput`: the scalars and logits as numpy arrays
+    (on the CPU views of the same memory, with no `.cpu()` call: that call alone costs about
+    as much as the view, three times per simulation)."""
+    if latent.is_cpu:
+        return StepOutput(latent, reward.numpy(), value.numpy(), logits.numpy())
+    return StepOutput(latent, reward.cpu().numpy(), value.cpu().numpy(), logits.cpu().numpy())
