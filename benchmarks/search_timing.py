@@ -18,13 +18,14 @@ With --split it then prints, per B, where a search's time goes per simulation (Â
 network's step: the traced graph, value and reward decoding included, or the eager network
 calls), `decode` (eager only: support logits to scalars), `convert` (numpy<->torch conversions
 of the step's actions and outputs, and the output object, where the checkout names them
-`action_tensor` and `step_output`; before, they were part of `glue`), `glue` (the rest of the
-model step's own Python), `tree` (the numba kernels and their call), `store` (gathering the
-parents' latents and storing the new ones, where the checkout has a `LatentStore`; before, that
-was part of `loop`) and `loop` (the rest: the search loop's Python, and once per search the root's
-network call and the tree's set-up and output). Each part is timed exclusively of the parts it
-calls, by wrapping them, which adds about a microsecond per wrapped call; the total is the
-instrumented search's, so it runs a little above the plain figure.
+`action_tensor` and `step_output`, or the outputs' views `_view` where the search runs on the
+traced step's tensors; before, they were part of `glue`), `glue` (the rest of the model step's
+own Python, none where the search runs on the step's tensors), `tree` (the numba kernels and
+their call), `store` (gathering the parents' latents and storing the new ones, where the checkout
+has a `LatentStore`; before, that was part of `loop`) and `loop` (the rest: the search loop's
+Python, and once per search the root's network call and the tree's set-up and output). Each part
+is timed exclusively of the parts it calls, by wrapping them, which adds about a microsecond per
+wrapped call; the total is the instrumented search's, so it runs a little above the plain figure.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ def _instrument(search, clock: _Clock, undo: list) -> None:
     _patch(network_search, "_scalar", clock, "decode", undo)
     _patch(network_search, "action_tensor", clock, "convert", undo)
     _patch(traced_step, "step_output", clock, "convert", undo)
+    _patch(mcts_search, "_view", clock, "convert", undo)
     _patch(network_search.NetworkSearch, "_recurrent", clock, "glue", undo)
     kernel_call = getattr(mcts_simulate, "KernelCall", None)
     if kernel_call is not None:  # wrapping the kernel itself would defeat its entry point

@@ -15,6 +15,7 @@ import torch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.algos.traced_step import TracedStep
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
+from zeropipe.mcts.contract import ModelStep
 from zeropipe.mcts.policies import SearchPolicy
 from zeropipe.models import Network, NetworkOutput, logits_to_scalar
 from zeropipe.models.non_finite import NonFiniteError
@@ -87,6 +88,9 @@ class NetworkSearch:
         self.device = torch.device(device)
         traced = inference in ("traced", "frozen")
         self.traced = TracedStep(network, freeze=inference == "frozen") if traced else None
+        # the search runs the traced graph on its own arrays where it can (mcts.search)
+        tensors = self.traced.tensors if self.traced is not None else None
+        self.step = ModelStep(self._recurrent, tensors)
 
     @torch.no_grad()
     def search(
@@ -143,7 +147,7 @@ class NetworkSearch:
             policy_logits=logits,
             action_mask=action_mask.astype(bool, copy=False),
         )
-        output = self.policy(roots, self._recurrent, cfg, rng, acting)
+        output = self.policy(roots, self.step, cfg, rng, acting)
         return SearchResult(output=output, predicted_value=value)
 
     def _recurrent(

@@ -86,6 +86,11 @@ class TracedStep:
         """A search starts (see `FrozenGraph.begin`)."""
         self.graph.begin()
 
+    def tensors(self, latent: Tensor, action: Tensor) -> tuple[Tensor, ...] | None:
+        """(next latent, reward, value, policy logits) as float32 tensors, or None where the
+        step runs eagerly (a `mcts.contract.TensorStep`)."""
+        return self.graph(latent, action)
+
     def __call__(self, latent: Tensor, action: Tensor) -> StepOutput | None:
         """The step's output, or None where it runs eagerly."""
         if not isinstance(latent, Tensor):
