@@ -58,7 +58,8 @@ def _search(mode: str, config: str, max_batch: int):
     spec = env_spec(cfg.env)
     if mode != "default":
         cfg.policy.actor_inference = mode
-    search = actor_search(cfg.policy, build_network(cfg, spec), 1, max_batch, "cpu")[0]
+    network, frame_ndim = build_network(cfg, spec), len(spec.frame_shape)
+    search = actor_search(cfg.policy, network, frame_ndim, max_batch, "cpu")[0]
     return cfg, spec, search, cfg.policy.search_config(cfg.policy.num_simulations)
 
 
