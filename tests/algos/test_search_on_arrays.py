@@ -91,3 +91,17 @@ def test_a_tensor_step_that_cannot_run_falls_back_to_step_outputs():
     want = _run(roots, search._recurrent, False)
     np.testing.assert_array_equal(got.visit_counts, want.visit_counts)
     np.testing.assert_array_equal(got.root_value, want.root_value)
+
+
+@torch.no_grad()
+def test_the_traced_step_decodes_the_reward_and_value_as_eager_does():
+    net = _random_muzero(14)
+    traced, eager = _search(net, "traced"), _search(net, "eager")
+    latent = _roots(net, 0).latent
+    for depth in range(3):
+        actions = (np.arange(7) + depth) % 3
+        got, want = traced._recurrent(latent, actions), eager._recurrent(latent, actions)
+        assert np.abs(want.value).max() > 0.1  # decoded values that tell a wrong decoding
+        np.testing.assert_array_equal(got.reward, want.reward)
+        np.testing.assert_array_equal(got.value, want.value)
+        latent = want.latent

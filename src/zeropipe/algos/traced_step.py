@@ -41,9 +41,12 @@ class _Step(torch.nn.Module):
     def forward(self, latent: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         net = self.network
         out = net.recurrent_inference(latent, action)
-        reward = as_float(net.transition_reward(latent, out))
-        value = logits_to_scalar(as_float(out.value_logits), net.value_support)
-        return out.latent, reward, value, as_float(out.policy_logits)
+        if hasattr(net, "search_scalars"):  # the reward and value decoded together
+            reward, value = net.search_scalars(latent, out)
+        else:
+            reward = net.transition_reward(latent, out)
+            value = logits_to_scalar(as_float(out.value_logits), net.value_support)
+        return out.latent, as_float(reward), as_float(value), as_float(out.policy_logits)
 
 
 def as_float(x: Tensor) -> Tensor:
