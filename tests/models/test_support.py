@@ -12,6 +12,7 @@ from zeropipe.models import (
     scalar_to_two_hot,
     scalar_transform,
 )
+from zeropipe.models.support import logits_to_scalars
 
 
 def _wide_values(dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -147,3 +148,15 @@ def test_atoms_are_a_buffer_that_follows_the_module() -> None:
     assert support.atoms.dtype == torch.float64
     logits = torch.zeros(2, 11)  # float32 logits still work
     torch.testing.assert_close(logits_to_scalar(logits, support), torch.zeros(2))
+
+
+@pytest.mark.parametrize("batch", [1, 3, 8, 64, 257])
+def test_two_heads_decoded_together_are_each_decoded_alone(batch):
+    gen = torch.Generator().manual_seed(batch)
+    value_support, reward_support = DiscreteSupport(-300, 301, 1), DiscreteSupport(-25, 26, 1)
+    value_logits = torch.randn(batch, 601, generator=gen) * 4
+    reward_logits = torch.randn(batch, 51, generator=gen) * 4
+    reward, value = logits_to_scalars(reward_logits, reward_support, value_logits, value_support)
+    assert torch.equal(reward, logits_to_scalar(reward_logits, reward_support))
+    assert torch.equal(value, logits_to_scalar(value_logits, value_support))
+    assert value.abs().max() > 1.0  # the transform is not near the identity here

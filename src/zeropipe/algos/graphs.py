@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -46,6 +47,7 @@ class FrozenGraph:
 
     def __init__(self, module: torch.nn.Module, freeze: bool, tolerance: float, what: str) -> None:
         self.module = module
+        self._modules = tuple(module.modules())  # whose tensors `weights_mark` reads
         self.freeze = freeze
         self.tolerance = tolerance
         self.what = what
@@ -62,7 +64,7 @@ class FrozenGraph:
         weights are those the previous use started with."""
         if not (self.freeze and self.enabled):
             return
-        mark = weights_mark(self.module)
+        mark = weights_mark(self._modules)
         if self._restored_frozen:  # the weights just restored are those of the saved last use
             self._restored_frozen, self._mark = False, mark
             self._freeze_at_trace = self.graph is None
@@ -78,7 +80,7 @@ class FrozenGraph:
             return {"frozen_next": False}
         if self._restored_frozen:  # restored and not used since
             return {"frozen_next": True}
-        unchanged = self._mark is not None and self._mark == weights_mark(self.module)
+        unchanged = self._mark is not None and self._mark == weights_mark(self._modules)
         traced = self.graph is not None or self._freeze_at_trace
         return {"frozen_next": unchanged and traced}
 
@@ -151,10 +153,18 @@ class FrozenGraph:
                 raise ValueError(f"graph output differs from eager by {diff:.3g}")
 
 
-def weights_mark(module: torch.nn.Module) -> tuple:
-    """Identity, storage and version counter of every parameter and buffer: equal marks mean
-    the same weights (an in-place write bumps the version; a replaced tensor or `.data` changes
-    the identity or the storage)."""
+def weights_mark(modules: Sequence[torch.nn.Module]) -> tuple:
+    """Identity, storage and version counter of every parameter and buffer of `modules` (a
+    module's `modules()`, listed once): equal marks mean the same weights (an in-place write
+    bumps the version; a replaced tensor or `.data` changes the identity or the storage).
+
+    Reads each module's own tensors rather than `Module.parameters()`, whose recursive walk
+    of the submodules cost about 3/4 of the mark (CartPole MuZero: ~240 µs against ~65 µs a
+    search, a busy machine), and the mark is taken at every search; the list of submodules is
+    fixed when the graph is traced, so a module's replaced tensor still shows."""
     return tuple(
-        (id(t), t.data_ptr(), t._version) for t in (*module.parameters(), *module.buffers())
+        (id(t), t.data_ptr(), t._version)
+        for m in modules
+        for t in (*m._parameters.values(), *m._buffers.values())
+        if t is not None
     )

@@ -15,6 +15,7 @@ import torch
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.algos.traced_step import TracedStep
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
+from zeropipe.mcts.contract import ModelStep
 from zeropipe.mcts.policies import SearchPolicy
 from zeropipe.models import Network, NetworkOutput, logits_to_scalar
 from zeropipe.models.non_finite import NonFiniteError
@@ -87,6 +88,9 @@ class NetworkSearch:
         self.device = torch.device(device)
         traced = inference in ("traced", "frozen")
         self.traced = TracedStep(network, freeze=inference == "frozen") if traced else None
+        # the search runs the traced graph on its own arrays where it can (mcts.search)
+        tensors = self.traced.tensors if self.traced is not None else None
+        self.step = ModelStep(self._recurrent, tensors)
 
     @torch.no_grad()
     def search(
@@ -143,7 +147,7 @@ class NetworkSearch:
             policy_logits=logits,
             action_mask=action_mask.astype(bool, copy=False),
         )
-        output = self.policy(roots, self._recurrent, cfg, rng, acting)
+        output = self.policy(roots, self.step, cfg, rng, acting)
         return SearchResult(output=output, predicted_value=value)
 
     def _recurrent(
@@ -151,10 +155,7 @@ class NetworkSearch:
     ) -> StepOutput:
         """The search's model step; with `from_chance` ([B] bool, the chance rule) the network's
         two-kind `search_step` (afterstates from states, states from afterstates)."""
-        dtype = np.float32 if actions.dtype.kind == "f" else np.int64
-        action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
-        if self.device.type != "cpu":
-            action = action.to(self.device)
+        action = action_tensor(actions, self.device)
         if from_chance is None and self.traced is not None:
             step = self.traced(latent, action)
             if step is not None:
@@ -171,6 +172,14 @@ class NetworkSearch:
             value=_scalar(out.value_logits, self.network.value_support),
             policy_logits=out.policy_logits.float().cpu().numpy(),
         )
+
+
+def action_tensor(actions: np.ndarray, device: torch.device) -> torch.Tensor:
+    """[B] (or [B, D] continuous) actions as the model step's tensor on `device` (int64, or
+    float32 for continuous actions)."""
+    dtype = np.float32 if actions.dtype.kind == "f" else np.int64
+    action = torch.from_numpy(np.ascontiguousarray(actions, dtype=dtype))
+    return action if device.type == "cpu" else action.to(device)
 
 
 def eval_mode(network: Network) -> None:

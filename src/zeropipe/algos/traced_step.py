@@ -41,9 +41,12 @@ class _Step(torch.nn.Module):
     def forward(self, latent: Tensor, action: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         net = self.network
         out = net.recurrent_inference(latent, action)
-        reward = as_float(net.transition_reward(latent, out))
-        value = logits_to_scalar(as_float(out.value_logits), net.value_support)
-        return out.latent, reward, value, as_float(out.policy_logits)
+        if hasattr(net, "search_scalars"):  # the reward and value decoded together
+            reward, value = net.search_scalars(latent, out)
+        else:
+            reward = net.transition_reward(latent, out)
+            value = logits_to_scalar(as_float(out.value_logits), net.value_support)
+        return out.latent, as_float(reward), as_float(value), as_float(out.policy_logits)
 
 
 def as_float(x: Tensor) -> Tensor:
@@ -86,6 +89,11 @@ class TracedStep:
         """A search starts (see `FrozenGraph.begin`)."""
         self.graph.begin()
 
+    def tensors(self, latent: Tensor, action: Tensor) -> tuple[Tensor, ...] | None:
+        """(next latent, reward, value, policy logits) as float32 tensors, or None where the
+        step runs eagerly (a `mcts.contract.TensorStep`)."""
+        return self.graph(latent, action)
+
     def __call__(self, latent: Tensor, action: Tensor) -> StepOutput | None:
         """The step's output, or None where it runs eagerly."""
         if not isinstance(latent, Tensor):
@@ -93,10 +101,13 @@ class TracedStep:
         out = self.graph(latent, action)
         if out is None:
             return None
-        next_latent, reward, value, logits = out
-        return StepOutput(
-            latent=next_latent,
-            reward=reward.cpu().numpy(),
-            value=value.cpu().numpy(),
-            policy_logits=logits.cpu().numpy(),
-        )
+        return step_output(*out)
+
+
+def step_output(latent: Tensor, reward: Tensor, value: Tensor, logits: Tensor) -> StepOutput:
+    """The graph's outputs as the search's `StepOutput`: the scalars and logits as numpy arrays
+    (on the CPU views of the same memory, with no `.cpu()` call: that call alone costs about
+    as much as the view, three times per simulation)."""
+    if latent.is_cpu:
+        return StepOutput(latent, reward.numpy(), value.numpy(), logits.numpy())
+    return StepOutput(latent, reward.cpu().numpy(), value.cpu().numpy(), logits.cpu().numpy())

@@ -184,6 +184,34 @@ class StepOutput:
 # chance rule calls it with a third argument, from_chance [B] bool (see `search.run_search`).
 RecurrentFn = Callable[..., StepOutput]
 
+# (parent latents [B, *latent_shape], actions int64 [B]) -> (latents, reward [B], value [B],
+# logits [B, A]) as float32 tensors, or None where the step cannot run so (it then runs through
+# the `RecurrentFn`). A pure function of its inputs: it keeps neither of them.
+TensorStep = Callable[[torch.Tensor, torch.Tensor], "tuple[torch.Tensor, ...] | None"]
+
+
+@dataclass(frozen=True)
+class ModelStep:
+    """A `RecurrentFn` that may also run as a `TensorStep` (a traced graph of the step).
+
+    The search calls `tensors` where it can keep the simulation's data in its own arrays: the
+    CPU's numpy latent store, whose gathered parents and returned outputs are views of the same
+    memory as the tensors, with no output objects in between (`search.run_search`). Elsewhere
+    (another rule, a sampled search, a GPU, a step that cannot be traced) it calls `recurrent`.
+    Both compute the same: `tensors` is the step `recurrent` itself runs where it can.
+
+    Attributes:
+        recurrent: the step as a `RecurrentFn`.
+        tensors: the same step on tensors, or None.
+    """
+
+    recurrent: RecurrentFn
+    tensors: TensorStep | None = None
+
+    def __call__(self, *args: object) -> StepOutput:
+        """`recurrent(*args)`."""
+        return self.recurrent(*args)
+
 
 @dataclass(frozen=True)
 class SearchOutput:

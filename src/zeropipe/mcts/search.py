@@ -15,8 +15,10 @@ seed drawn from the search's generator (`selection.break_tie`).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from zeropipe.mcts.contract import (
+    ModelStep,
     RecurrentFn,
     SearchConfig,
     SearchOutput,
@@ -51,7 +53,9 @@ def run_search(
 
     Args:
         roots: latents, values, logits and legal-action masks of the B roots.
-        recurrent_fn: the model's recurrent step (parent latents [B, ...], actions int64 [B]).
+        recurrent_fn: the model's recurrent step (parent latents [B, ...], actions int64 [B]);
+            a `ModelStep` with a `TensorStep` runs on the search's own arrays where the rule
+            allows (PUCT or Gumbel, not sampled, a CPU store: `_simulate_on_arrays`).
         cfg: search constants.
         rng: source of the root Dirichlet noise (the search itself is deterministic).
         add_noise: whether to mix Dirichlet noise into the root prior (acting, not evaluation).
@@ -102,6 +106,9 @@ def run_search(
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
     _advance(kernel, tree, params, rule, ROOT_INDEX, None, True, parents, actions)
+    if _on_arrays(recurrent_fn, rule, slots, store):
+        _simulate_on_arrays(recurrent_fn, kernel, tree, params, rule, store, parents, actions)
+        return _root_output(tree, cfg.discount, num_actions, False)
     rows = np.arange(batch_size)
     for sim in range(num_simulations):
         parent_latents = store.gather(parents)
@@ -120,6 +127,57 @@ def run_search(
         traverse = sim + 1 < num_simulations
         _advance(kernel, tree, params, rule, sim + 1, step, traverse, parents, actions)
     return _root_output(tree, cfg.discount, num_actions, rule == CHANCE)
+
+
+def _on_arrays(
+    recurrent_fn: RecurrentFn, rule: int, slots: SampledSlots | None, store: LatentStore
+) -> bool:
+    """Whether the simulations can run on the step's tensors (`_simulate_on_arrays`): a
+    `ModelStep` with a `TensorStep`, one expansion kind and one action per slot, a numpy store."""
+    has_tensors = isinstance(recurrent_fn, ModelStep) and recurrent_fn.tensors is not None
+    return has_tensors and rule in (PUCT, GUMBEL) and slots is None and store.on_numpy
+
+
+def _simulate_on_arrays(
+    step: ModelStep,
+    kernel: KernelCall,
+    tree: Tree,
+    params: SearchParams,
+    rule: int,
+    store: LatentStore,
+    parents: np.ndarray,
+    actions: np.ndarray,
+) -> None:
+    """`run_search`'s simulations with the step on tensors that share memory with the search's
+    arrays: the actions tensor is a view of `actions`, the parents' latents a view of the store's
+    gather, and the step's outputs reach the kernel as views, with no conversion or output object
+    per simulation: what the loop of `run_search` computes, the same arrays in the same order.
+    A simulation whose `TensorStep` returns None (its trace failed) runs through `step.recurrent`.
+    """
+    assert step.tensors is not None
+    batch_size, num_actions = tree.root_legal.shape
+    num_simulations = tree.node_visits.shape[1] - 1
+    action_tensor = torch.from_numpy(actions)  # the step keeps no input; read before rewritten
+    for sim in range(num_simulations):
+        parent_latents = store.gather(parents)
+        out = step.tensors(parent_latents, action_tensor)
+        traverse = sim + 1 < num_simulations
+        if out is None:
+            eager = step.recurrent(parent_latents, actions.copy())
+            store.put(sim + 1, eager.latent)
+            _advance(kernel, tree, params, rule, sim + 1, eager, traverse, parents, actions)
+            continue
+        latent, reward, value, logits = out
+        store.put(sim + 1, latent)
+        rewards = _view(reward, (batch_size,))
+        values = _view(value, (batch_size,))
+        logit_rows = _view(logits, (batch_size, num_actions))
+        kernel(sim + 1, rewards, values, logit_rows, params, rule, traverse, parents, actions)
+
+
+def _view(x: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
+    """A float32 CPU tensor's memory as the C-contiguous float32 array the kernel takes."""
+    return _as_array(x.numpy(), shape, "the model step's output")
 
 
 def search_params(cfg: SearchConfig, rule: int = PUCT) -> SearchParams:

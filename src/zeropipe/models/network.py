@@ -18,7 +18,12 @@ from zeropipe.models.dynamics import build_dynamics
 from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.heads import Prediction, build_head
 from zeropipe.models.projection import Projection
-from zeropipe.models.support import DiscreteSupport, logits_to_scalar, scalar_to_two_hot
+from zeropipe.models.support import (
+    DiscreteSupport,
+    logits_to_scalar,
+    logits_to_scalars,
+    scalar_to_two_hot,
+)
 
 # Stands in for log(0) in the initial reward logits: exp(-1e4) is exactly 0 in float32 (so softmax
 # gives the exact two-hot of 0), while the logits stay finite, so 0·logit terms in a cross-entropy
@@ -190,6 +195,24 @@ class MuZeroNetwork(nn.Module):
         """
         return logits_to_scalar(out.reward_logits.float(), self.reward_support)
 
+    def search_scalars(self, latent: Tensor, out: NetworkOutput) -> tuple[Tensor, Tensor]:
+        """`transition_reward` and the value head's scalar of a search step, float32. Where the
+        reward is this class's (the reward head's scalar) the two are decoded together
+        (`logits_to_scalars`: the same scalars, with half the decoding's ops; the traced search
+        step calls this, algos/traced_step.py); a subclass's own reward (EfficientZero's value
+        prefixes) is decoded its way.
+
+        Returns:
+            Rewards and values.  # [B], [B]
+        """
+        if type(self).transition_reward is not MuZeroNetwork.transition_reward:
+            value = logits_to_scalar(_float(out.value_logits), self.value_support)
+            return _float(self.transition_reward(latent, out)), value
+        reward_logits, value_logits = _float(out.reward_logits), _float(out.value_logits)
+        return logits_to_scalars(
+            reward_logits, self.reward_support, value_logits, self.value_support
+        )
+
     def project(self, latent: Tensor, with_grad: bool) -> Tensor:
         """SSL embedding of latents (EfficientZero consistency loss).
 
@@ -220,3 +243,8 @@ class MuZeroNetwork(nn.Module):
 
     def _normalised(self, latent: Tensor) -> Tensor:
         return min_max_normalise(latent) if self.state_norm else latent
+
+
+def _float(x: Tensor) -> Tensor:
+    """`x` as float32, recording no op in a trace where it is float32 already."""
+    return x if x.dtype == torch.float32 else x.float()
