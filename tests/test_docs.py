@@ -211,7 +211,7 @@ ZEROPIPE_COMMANDS = _zeropipe_commands()
 
 def test_the_pages_show_zeropipe_commands():
     subcommands = {argv[0] for _, argv in ZEROPIPE_COMMANDS}
-    assert subcommands == {"train", "eval", "plot", "config"}
+    assert subcommands == {"train", "eval", "plot", "config", "import"}
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from zeropipe.algos.registry import ALGORITHMS
+from zeropipe.config.loader import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICIES = ROOT / "docs" / "policies"
@@ -40,7 +40,7 @@ def _configs_of(policy_type: str) -> list[str]:
     return sorted(
         f"configs/{path.name}"
         for path in (ROOT / "configs").glob("*.yaml")
-        if yaml.safe_load(path.read_text())["policy"]["type"] == policy_type
+        if read_yaml(path)["policy"]["type"] == policy_type  # a `base:` config resolved
     )
 
 

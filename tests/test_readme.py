@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.leaks import live_pids, shm_blocks
+from zeropipe.config.loader import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -56,8 +57,8 @@ README_BLOCKS = [code for code, places in BLOCKS.items() if any("README" in p fo
 
 
 def tiny_copy(config: str, cwd: Path) -> None:
-    """`cwd/config`: the repository's file with `TINY_BUDGET` set."""
-    raw = yaml.safe_load((ROOT / config).read_text())
+    """`cwd/config`: the repository's file (its `base:` resolved) with `TINY_BUDGET` set."""
+    raw = read_yaml(ROOT / config)
     for key, value in TINY_BUDGET.items():
         *sections, last = key.split(".")
         node = raw

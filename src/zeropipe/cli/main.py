@@ -1,4 +1,4 @@
-"""Command line: `zeropipe train | config | eval | plot`.
+"""Command line: `zeropipe train | config | eval | plot | import`.
 
 Runs in: driver. A thin layer: it parses arguments, loads and checks the config (before anything is
 written to the run directory), and calls the pipeline (`train`), prints the resolved config
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
+from zeropipe.cli.import_config import add_import_parser, run_import
 from zeropipe.cli.run_end import interrupted_note, log_size, run_end
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_eval_parser(sub)
     _add_plot_parser(sub)
+    add_import_parser(sub)
     return parser
 
 
@@ -435,7 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = load_checked(args.config, args.overrides, run_env_hook=False)
             sys.stdout.write(describe_config(cfg) if args.describe else dump_config(cfg))
             return EXIT_OK
-        return {"train": _train, "eval": _eval, "plot": _plot}[args.command](args)
+        return {"train": _train, "eval": _eval, "plot": _plot, "import": run_import}[args.command](
+            args
+        )
     except ConfigError as exc:
         for line in exc.lines:  # one line per problem, all of them
             print(f"zeropipe: config error: {line}", file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from zeropipe.config.compose import resolve_bases
 from zeropipe.config.errors import ConfigError
 from zeropipe.config.experiment import ExperimentConfig
 from zeropipe.config.names import fields_at, unknown_key_help
@@ -101,13 +102,17 @@ def load_overridden(
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """A config file's mapping, unvalidated.
+    """A config file's mapping, unvalidated, its `base` configs merged under it (compose.py).
 
     Raises:
         ConfigError: a directory, unreadable, not UTF-8 text, invalid YAML (a key given twice
-            included), or not a mapping at the top.
+            included), or not a mapping at the top; a base that is missing or makes a cycle.
     """
-    path = Path(path)
+    return resolve_bases(Path(path), _read_one)
+
+
+def _read_one(path: Path) -> dict[str, Any]:
+    """One file's own mapping (a `base` key left in it)."""
     if path.is_dir():
         raise ConfigError(
             f"{path} is a directory, not a YAML file (a run? its config is "
