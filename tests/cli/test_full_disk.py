@@ -46,7 +46,9 @@ def _train(tmp_path: Path, full: str, *args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
 @pytest.mark.parametrize("full", ["metrics.jsonl:12", "train.log:3"])
 def test_a_full_disk_under_the_logs_is_named_and_the_checkpoint_written(tmp_path, pipeline, full):
-    code, err = _train(tmp_path, full, *pipeline)
+    # a limit far off: an async run's early collectors can bring the tiny run's 240 env steps
+    # in before the driver's first stop check reads the full disk
+    code, err = _train(tmp_path, full, *pipeline, "--set", "max_env_step=4000")
     name = full.split(":")[0]
     assert code == 1, err
     said = [line for line in err.splitlines() if "disk full" in line]
@@ -56,5 +58,5 @@ def test_a_full_disk_under_the_logs_is_named_and_the_checkpoint_written(tmp_path
     assert (tmp_path / written).resolve() == (tmp_path / "run" / "log" / name).resolve()
     assert "Traceback" not in err and "Logging error" not in err, err
     payload = read_checkpoint(tmp_path / "run" / "ckpt" / "ckpt_latest.pth.tar")
-    assert payload["envstep"] < 240  # the run stopped on the full disk, not at its limit
+    assert payload["envstep"] < 4000  # the run stopped on the full disk, not at its limit
     assert payload["learner"]["train_iter"] >= 0

@@ -38,6 +38,9 @@ class MetricsLog:
         self.time_offset_s = 0.0  # a resumed run's time_s continues from its checkpoint's
         path = log_dir / "metrics.jsonl"
         _drop_a_half_written_line(path)
+        # a resumed run's records go on after every record already there (its final stop line
+        # comes after its checkpoint's time_s)
+        self.last_time_s = _last_time_s(path)
         self.path = path
         self._file = open(path, "a", buffering=1)  # noqa: SIM115
         # A full disk stops the writes (what is left of the line is dropped on resume): the
@@ -99,6 +102,19 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _last_time_s(path: Path) -> float:
+    """time_s of the file's last whole record; 0 for no file or no readable last line."""
+    if not path.exists():
+        return 0.0
+    with open(path, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - (1 << 16)))
+        lines = f.read().splitlines()
+    try:
+        return float(json.loads(lines[-1])["time_s"]) if lines else 0.0
+    except (ValueError, KeyError, TypeError):
+        return 0.0
 
 
 def _drop_a_half_written_line(path: Path) -> None:

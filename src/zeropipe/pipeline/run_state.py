@@ -322,7 +322,8 @@ class RunState:
         self.trainer.completed_budgets = int(payload["completed_budgets"])
         owed = payload.get("budgets", [])  # earlier checkpoints: none saved (those steps lost)
         self.trainer.budgets = deque(TrainBudget(**budget) for budget in owed)
-        self.run.metrics.time_offset_s = float(payload.get("time_s", 0.0))  # earlier: none saved
+        metrics = self.run.metrics  # the checkpoint's time (earlier runs: none saved), or later
+        metrics.time_offset_s = max(float(payload.get("time_s", 0.0)), metrics.last_time_s)
         self.restored_collector = payload.get("collector")
         torch.set_rng_state(payload["torch_rng"])
         if "numpy_rng" in payload:
