@@ -221,7 +221,7 @@ def _serve_requests(endpoint: WorkerEndpoint, server: RequestServer) -> None:
         if not isinstance(msg, expected):
             raise ProtocolError(
                 f"{spec.name} got a {msg.TYPE!r} message; {spec.role} workers "
-                f"serve {expected.TYPE!r} and 'shutdown' only"
+                f"serve {', '.join(repr(t.TYPE) for t in expected)} and 'shutdown' only"
             )
         endpoint.send(server.answer(msg))  # type: ignore[arg-type]
 
