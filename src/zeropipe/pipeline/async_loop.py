@@ -124,6 +124,10 @@ class AsyncRun:
         that does not answer within `shutdown_timeout_s` starts new episodes on resume."""
         asked: dict[int, WorkerHandle] = {}
         for handle in self.pool.of_role("collector"):
+            restored = self.state.restored_workers.get(handle.name)
+            if restored is not None:  # never collected since the resume: it is still that
+                self.state.worker_states[handle.name] = restored
+                continue
             if not handle.idle or handle.name in self.launcher.collects:
                 continue
             request = CollectorStateRequest(next(self.launcher.request_ids))
@@ -137,18 +141,25 @@ class AsyncRun:
                 while asked:
                     await self._take_state(asked, *(await self.inbox.get()))
         except TimeoutError:
-            log.warning("no state from %s: it starts new episodes on resume", sorted(asked))
+            names = sorted(h.name for h in asked.values())
+            log.warning("no state from %s: they start new episodes on resume", ", ".join(names))
 
     async def _take_state(
         self, asked: dict[int, WorkerHandle], handle: WorkerHandle, generation: int, msg: Any
     ) -> None:
+        """One inbox item while the states are asked for; what is not an answer is dropped
+        (the run is over: no collect or eval is in flight)."""
+        if generation != handle.generation or all(h is not handle for h in asked.values()):
+            return
         if isinstance(msg, CollectorState) and asked.get(msg.request_id) is handle:
             del asked[msg.request_id]
             if msg.state is not None:  # None: an env whose state cannot be captured
                 self.state.worker_states[handle.name] = pickle.loads(msg.state)
-        elif isinstance(msg, WorkerError) and generation == handle.generation:
-            raise WorkerFailed(f"{handle.name} failed: {msg.message}\n{msg.traceback}")
-        elif isinstance(msg, Exception):  # gone: no state from it
+        elif isinstance(msg, WorkerError | Exception):  # failed or gone: no state from it
+            text = msg.message if isinstance(msg, WorkerError) else str(msg)
+            log.warning(
+                "no state from %s (%s): it starts new episodes on resume", handle.name, text
+            )
             for request_id in [k for k, h in asked.items() if h is handle]:
                 del asked[request_id]
 
