@@ -254,3 +254,25 @@ def test_the_weight_store_keeps_a_version_while_leased_and_only_then(monkeypatch
     store.close()
     assert store.resident_versions == []
     store.release(v2)  # after close: a no-op, as for the shared-memory publisher
+
+
+@pytest.mark.timeout(300)
+async def test_a_resumed_ray_run_goes_on_with_its_collectors_states(tmp_path):
+    from tests.cli.test_resume_collector_states import _held, _stored
+    from zeropipe.pipeline.checkpoint_format import read_checkpoint
+
+    run = tmp_path / "run"
+    cfg = ray_config(run)
+    cfg.max_env_step = 120
+    async with asyncio.timeout(120):
+        await train_async(cfg, show_progress=False)
+    latest = run / "ckpt" / "ckpt_latest.pth.tar"
+    stopped = read_checkpoint(latest)
+    assert list(stopped["collector_workers"]) == ["collector-0"]
+    assert _stored(stopped) + _held(stopped) == stopped["envstep"]
+    cfg.max_env_step = 240
+    async with asyncio.timeout(120):
+        await train_async(cfg, show_progress=False, resume=True)
+    resumed = read_checkpoint(latest)
+    assert resumed["envstep"] > stopped["envstep"]
+    assert _stored(resumed) + _held(resumed) == resumed["envstep"]  # none lost at the resume

@@ -8,6 +8,8 @@ import pytest
 from zeropipe.transport import (
     PROTOCOL_VERSION,
     Bye,
+    CollectorState,
+    CollectorStateRequest,
     CollectRequest,
     CollectResult,
     EvalRequest,
@@ -39,6 +41,10 @@ EXAMPLES: list[Message] = [
     WorkerError(3, "collector", "boom", "Traceback ..."),
     Shutdown(),
     Bye(3),
+    CollectRequest(1, REF, 12, 400, 0.25, 0.0, num_segments=2, state=b"\x80\x05N."),
+    CollectorStateRequest(5),
+    CollectorState(5, 3, b"\x80\x05N."),
+    CollectorState(6, 3, None),
 ]
 
 

@@ -132,6 +132,7 @@ async def _drive(
             raise asyncio.CancelledError  # arrived while the run was being built
         await pool.start()
         await driver.loop()
+        await driver.keep_collector_states()  # a stop rule ended the loop: no collect is lost
     except (asyncio.CancelledError, KeyboardInterrupt):
         # A Ctrl-C raised inside the driver's own code (a process started with SIGINT ignored
         # has no Runner handler, so Python's default raises it wherever the main thread is) is

@@ -8,8 +8,10 @@ requests in flight, which a reply, a worker's death or its request's deadline (d
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
+import pickle
 import statistics
 import time
 from collections import deque
@@ -153,7 +155,11 @@ class Launcher:
         return await self._send_part(handle, await self._snapshot_for_collect())
 
     async def _send_part(self, handle: WorkerHandle, ref: SnapshotRef) -> bool:
-        return await self._send(handle, self._collect_request(ref, self.collects[handle.name]))
+        request = self._collect_request(ref, self.collects[handle.name])
+        saved = self.state.restored_workers.pop(handle.name, None)
+        if saved is not None:  # its first collect since the resume: on from where it stopped
+            request = dataclasses.replace(request, state=pickle.dumps(saved))
+        return await self._send(handle, request)
 
     def _collect_request(self, ref: SnapshotRef, collect: CollectInParts) -> CollectRequest:
         state = self.state

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pickle
 from typing import Any
 
 import torch
@@ -39,6 +40,8 @@ from zeropipe.pipeline.runner import learner_step
 from zeropipe.pipeline.schedule import learner_threads, needs_final_eval
 from zeropipe.transport import (
     Bye,
+    CollectorState,
+    CollectorStateRequest,
     CollectResult,
     EvalResult,
     Message,
@@ -113,6 +116,52 @@ class AsyncRun:
                 await self._handle_messages(timeout_s=self.ap.poll_interval_s)
             else:
                 await asyncio.sleep(0)  # let the pipe readers run between chunks
+
+    async def keep_collector_states(self) -> None:
+        """At a stop, the state of every collector with no collect in flight (its envs and the
+        steps it holds for its next segments) into `state.worker_states` for the final
+        checkpoint: a resumed run goes on with them and loses none of those steps. A collector
+        that does not answer within `shutdown_timeout_s` starts new episodes on resume."""
+        asked: dict[int, WorkerHandle] = {}
+        for handle in self.pool.of_role("collector"):
+            restored = self.state.restored_workers.get(handle.name)
+            if restored is not None:  # never collected since the resume: it is still that
+                self.state.worker_states[handle.name] = restored
+                continue
+            if not handle.idle or handle.name in self.launcher.collects:
+                continue
+            request = CollectorStateRequest(next(self.launcher.request_ids))
+            try:
+                await self.pool.submit(handle, request)
+            except TransportError:
+                continue
+            asked[request.request_id] = handle
+        try:
+            async with asyncio.timeout(self.ap.shutdown_timeout_s):
+                while asked:
+                    await self._take_state(asked, *(await self.inbox.get()))
+        except TimeoutError:
+            names = sorted(h.name for h in asked.values())
+            log.warning("no state from %s: they start new episodes on resume", ", ".join(names))
+
+    async def _take_state(
+        self, asked: dict[int, WorkerHandle], handle: WorkerHandle, generation: int, msg: Any
+    ) -> None:
+        """One inbox item while the states are asked for; what is not an answer is dropped
+        (the run is over: no collect or eval is in flight)."""
+        if generation != handle.generation or all(h is not handle for h in asked.values()):
+            return
+        if isinstance(msg, CollectorState) and asked.get(msg.request_id) is handle:
+            del asked[msg.request_id]
+            if msg.state is not None:  # None: an env whose state cannot be captured
+                self.state.worker_states[handle.name] = pickle.loads(msg.state)
+        elif isinstance(msg, WorkerError | Exception):  # failed or gone: no state from it
+            text = msg.message if isinstance(msg, WorkerError) else str(msg)
+            log.warning(
+                "no state from %s (%s): it starts new episodes on resume", handle.name, text
+            )
+            for request_id in [k for k, h in asked.items() if h is handle]:
+                del asked[request_id]
 
     def _drained(self) -> bool:
         """No more learning will happen: a stop rule fired and the owed budgets are done."""

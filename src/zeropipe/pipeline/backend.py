@@ -29,7 +29,13 @@ import numpy as np
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
-from zeropipe.transport import CollectRequest, EvalRequest, ParamLayout, SnapshotRef
+from zeropipe.transport import (
+    CollectorStateRequest,
+    CollectRequest,
+    EvalRequest,
+    ParamLayout,
+    SnapshotRef,
+)
 from zeropipe.workers.request_server import Role, WorkerSpec, role_threads
 
 RAY_INSTALL_HINT = 'pip install -e ".[ray]"'
@@ -119,7 +125,9 @@ class WorkerBackend(Protocol):
             WorkerFailed: a worker did not start.
         """
 
-    async def submit(self, handle: Any, request: CollectRequest | EvalRequest) -> None:
+    async def submit(
+        self, handle: Any, request: CollectRequest | EvalRequest | CollectorStateRequest
+    ) -> None:
         """Hand `request` to the worker; its reply (or failure) arrives in the inbox.
 
         Raises:

@@ -40,6 +40,7 @@ from zeropipe.pipeline.backend import (
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.ray_session import RaySession
 from zeropipe.transport import (
+    CollectorStateRequest,
     CollectRequest,
     EvalRequest,
     Hello,
@@ -183,7 +184,9 @@ class RayBackend(ReplacingWorkers):
             self._create(handle)
         await asyncio.gather(*(self._handshake(h) for h in self.workers))
 
-    async def submit(self, handle: RayHandle, request: CollectRequest | EvalRequest) -> None:
+    async def submit(
+        self, handle: RayHandle, request: CollectRequest | EvalRequest | CollectorStateRequest
+    ) -> None:
         """Call the actor; a named task awaits the reply and puts it in the inbox.
 
         Raises:
@@ -191,8 +194,10 @@ class RayBackend(ReplacingWorkers):
         """
         if handle.actor is None or not handle.ready:
             raise WorkerGone(handle.name, "it is not running (it is being replaced)")
-        weights = self.store.object_ref(request.snapshot)
-        reply = handle.actor.answer.remote(request, [weights])
+        weights = []  # a collector-state request names no weights version
+        if not isinstance(request, CollectorStateRequest):
+            weights = [self.store.object_ref(request.snapshot)]
+        reply = handle.actor.answer.remote(request, weights)
         handle.call = asyncio.create_task(
             self._await_reply(handle, handle.generation, reply), name=f"{handle.name}-reply"
         )

@@ -71,6 +71,11 @@ class RunState:
         # resumed run continues the same episodes (None: not captured, or no such collector).
         self.collector_state: Callable[[], dict[str, Any] | None] | None = None
         self.restored_collector: dict[str, Any] | None = None  # from the checkpoint resumed
+        # The async pipeline's collector workers, by name: their states at a stop with no collect
+        # in flight, for the final ckpt_latest; those of the checkpoint resumed, sent with each
+        # collector's first collect (async_launch.py).
+        self.worker_states: dict[str, dict[str, Any]] = {}
+        self.restored_workers: dict[str, dict[str, Any]] = {}
         self.collects = 0
         self.start_envstep = self.start_train_iter = 0  # counters when this process started
         self.last_eval_version: int | None = None  # policy_version of the last recorded eval
@@ -292,6 +297,7 @@ class RunState:
             "time_s": self.run.metrics.elapsed_s(),
             "learner_threads": self.threads.threads,
             "collector": None if self.collector_state is None else self.collector_state(),
+            "collector_workers": self.worker_states,
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": np.random.get_state(),
             "python_rng": random.getstate(),
@@ -304,9 +310,10 @@ class RunState:
         Everything that decides learning — weights, optimizer moments, target network, replay
         contents, the train budgets still owed, train_iter and the schedules derived from it, RNG
         states — continues where it stopped; the sync collector's envs and unfinished episodes
-        too (`restored_collector`). An async run's collectors start new episodes: the steps not
-        yet emitted in a segment are lost, fewer than L+K+T (segment and its padding) per
-        collector env, and so are their learner steps.
+        too (`restored_collector`), and so do an async run's collectors whose states its stop
+        saved (`restored_workers`). Collectors without one (a stop with their collect in flight)
+        start new episodes: the steps not yet emitted in a segment are lost, fewer than L+K+T
+        (segment and its padding) per collector env, and so are their learner steps.
 
         Args:
             loaded: (the file read, its payload).
@@ -325,6 +332,7 @@ class RunState:
         metrics = self.run.metrics  # the checkpoint's time (earlier runs: none saved), or later
         metrics.time_offset_s = max(float(payload.get("time_s", 0.0)), metrics.last_time_s)
         self.restored_collector = payload.get("collector")
+        self.restored_workers = dict(payload.get("collector_workers") or {})
         torch.set_rng_state(payload["torch_rng"])
         if "numpy_rng" in payload:
             np.random.set_state(payload["numpy_rng"])

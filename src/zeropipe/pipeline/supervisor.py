@@ -35,6 +35,7 @@ from zeropipe.pipeline.backend import (
 from zeropipe.pipeline.early_workers import EarlyWorkers, spawn_worker
 from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.transport import (
+    CollectorStateRequest,
     CollectRequest,
     DriverEndpoint,
     EvalRequest,
@@ -88,7 +89,9 @@ class WorkerPool(ReplacingWorkers):
         # the join's bound to be scheduled and exit. It is reaped at the end (kill_all).
         self._dying: list[Any] = []
 
-    async def submit(self, handle: ProcessHandle, request: CollectRequest | EvalRequest) -> None:
+    async def submit(
+        self, handle: ProcessHandle, request: CollectRequest | EvalRequest | CollectorStateRequest
+    ) -> None:
         """Send `request` down the worker's pipe; the reply arrives in the inbox.
 
         Raises:

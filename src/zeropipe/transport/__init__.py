@@ -17,6 +17,8 @@ from zeropipe.transport.layout import ParamLayout, ParamSpec
 from zeropipe.transport.messages import (
     PROTOCOL_VERSION,
     Bye,
+    CollectorState,
+    CollectorStateRequest,
     CollectRequest,
     CollectResult,
     EvalRequest,
@@ -40,6 +42,8 @@ __all__ = [
     "CodecError",
     "CollectRequest",
     "CollectResult",
+    "CollectorState",
+    "CollectorStateRequest",
     "DriverEndpoint",
     "DriverGone",
     "EvalRequest",

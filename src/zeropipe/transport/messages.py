@@ -27,7 +27,7 @@ from zeropipe.transport.errors import ProtocolError, SnapshotError
 from zeropipe.transport.layout import ParamLayout
 from zeropipe.transport.snapshot import SnapshotRef
 
-PROTOCOL_VERSION = 2  # 2: collect_request carries num_segments and max_steps
+PROTOCOL_VERSION = 3  # 2: collect_request carries num_segments and max_steps; 3: collector state
 
 _REGISTRY: dict[str, type[Message]] = {}
 _FIELD_TYPES: dict[type, dict[str, Any]] = {}
@@ -104,6 +104,7 @@ class CollectRequest(Message):
     epsilon: float
     num_segments: int = 0
     max_steps: int = 0
+    state: bytes | None = None  # a resumed collector's state (`CollectorState`), loaded first
 
 
 @message("collect_result")
@@ -118,6 +119,23 @@ class CollectResult(Message):
     episode_returns: list[float]
     duration_s: float
     busy_s: float
+
+
+@message("collector_state_request")
+class CollectorStateRequest(Message):
+    """Driver → collector, between two collects: reply with your state (`CollectorState`)."""
+
+    request_id: int
+
+
+@message("collector_state")
+class CollectorState(Message):
+    """Reply to a CollectorStateRequest: the collector's unfinished episodes, envs, acting state
+    and RNG (`Collector.state_dict`, pickled), or None when an env's state cannot be captured."""
+
+    request_id: int
+    worker_id: int
+    state: bytes | None
 
 
 @message("eval_request")

@@ -11,6 +11,9 @@ The driver starts ``worker_main(conn, spec)`` with the ``spawn`` start method (d
     loop:
       driver → CollectRequest | EvalRequest  → worker: load the named snapshot if its version is
                                                not the loaded one, run, → CollectResult | EvalResult
+      driver → CollectorStateRequest          → collector: CollectorState (its state, pickled;
+                                               asked at a stop; a resumed run's first
+                                               CollectRequest carries it back, loaded first)
       driver → Shutdown                       → worker: Bye, close, exit 0
       driver closes the pipe (DriverGone)     → worker: close, exit 0 quietly
       driver dies, even mid-request           → worker: killed (parent_watch.py)
@@ -221,7 +224,7 @@ def _serve_requests(endpoint: WorkerEndpoint, server: RequestServer) -> None:
         if not isinstance(msg, expected):
             raise ProtocolError(
                 f"{spec.name} got a {msg.TYPE!r} message; {spec.role} workers "
-                f"serve {expected.TYPE!r} and 'shutdown' only"
+                f"serve {', '.join(repr(t.TYPE) for t in expected)} and 'shutdown' only"
             )
         endpoint.send(server.answer(msg))  # type: ignore[arg-type]
 

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from zeropipe.transport import (
+    CollectorState,
+    CollectorStateRequest,
     CollectRequest,
     CollectResult,
     EvalRequest,
@@ -70,20 +72,21 @@ class RayWorker:
         return Hello.for_this_process(self.spec.worker_id, self.spec.role), node_id
 
     def answer(
-        self, request: CollectRequest | EvalRequest, weights: list[Any]
-    ) -> CollectResult | EvalResult | WorkerError:
+        self, request: CollectRequest | EvalRequest | CollectorStateRequest, weights: list[Any]
+    ) -> CollectResult | EvalResult | CollectorState | WorkerError:
         """Runs one request; any failure is reported as a ``WorkerError`` reply.
 
         Args:
-            request: The collect or eval request.
-            weights: ``[object ref]`` of the weights version ``request.snapshot`` names.
+            request: The collect, eval or collector-state request.
+            weights: ``[object ref]`` of the weights version ``request.snapshot`` names (``[]``
+                for a collector-state request, which names none).
         """
         try:
             expected = REQUEST_TYPES[self.spec.role]
             if not isinstance(request, expected):
                 raise ProtocolError(
                     f"{self.spec.name} got a {request.TYPE!r} request; {self.spec.role} workers "
-                    f"serve {expected.TYPE!r} only"
+                    f"serve {', '.join(repr(t.TYPE) for t in expected)} only"
                 )
             self._weights = weights
             return self.server.answer(request)

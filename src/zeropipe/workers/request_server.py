@@ -12,6 +12,7 @@ the Ray backend fetches an object from Ray's object store; both hand over name â
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from zeropipe.transport import (
+    CollectorState,
+    CollectorStateRequest,
     CollectRequest,
     CollectResult,
     EvalRequest,
@@ -36,7 +39,10 @@ if TYPE_CHECKING:
 
 Role = Literal["collector", "evaluator"]
 ROLES: tuple[Role, ...] = ("collector", "evaluator")
-REQUEST_TYPES: dict[Role, type[Message]] = {"collector": CollectRequest, "evaluator": EvalRequest}
+REQUEST_TYPES: dict[Role, tuple[type[Message], ...]] = {
+    "collector": (CollectRequest, CollectorStateRequest),
+    "evaluator": (EvalRequest,),
+}
 
 
 def role_threads(pipeline: AsyncPipelineConfig, role: Role) -> int:
@@ -105,9 +111,15 @@ class RequestServer:
         self.loaded_version: int | None = None
         self.actor: Collector | Evaluator = build_actor(spec)
 
-    def answer(self, request: CollectRequest | EvalRequest) -> CollectResult | EvalResult:
+    def answer(
+        self, request: CollectRequest | EvalRequest | CollectorStateRequest
+    ) -> CollectResult | EvalResult | CollectorState:
         """Loads the request's weights if needed, runs it, and returns the reply."""
+        if isinstance(request, CollectorStateRequest):
+            return self._state(request)
         start = time.perf_counter()
+        if isinstance(request, CollectRequest) and request.state is not None:
+            self._continue(request.state)  # before the weights, as the sync pipeline does
         self._load(request.snapshot)
         if isinstance(request, CollectRequest):
             reply: CollectResult | EvalResult = self._collect(request, start)
@@ -118,6 +130,18 @@ class RequestServer:
             "%s: %s %d took %.3f s", self.spec.name, request.TYPE, request.request_id, elapsed_s
         )
         return reply
+
+    def _state(self, request: CollectorStateRequest) -> CollectorState:
+        """The collector's state between two collects, pickled (None: it cannot be captured)."""
+        state = self.actor.state_dict()  # type: ignore[union-attr]
+        data = None if state is None else pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return CollectorState(request.request_id, self.spec.worker_id, data)
+
+    def _continue(self, state: bytes) -> None:
+        """A resumed run's collector goes on where it stopped. The driver pickled `state` from
+        a checkpoint's plain data (read without running code from it)."""
+        self.actor.load_state_dict(pickle.loads(state))  # type: ignore[union-attr]
+        self.logger.info("%s continues its episodes from the checkpoint", self.spec.name)
 
     def _collect(self, request: CollectRequest, start: float) -> CollectResult:
         result = self.actor.collect(
