@@ -186,13 +186,14 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s:
 
 
 def _wait_or_interrupt(proc: subprocess.Popen, timeout_s: float) -> int:
-    """The run's exit code; past `timeout_s` it gets a Ctrl-C (it stops as a user's would:
-    workers shut down, a checkpoint written) and, if still there a minute later, a kill.
-    A stopped run's code is -1: it did not reach its goal in the time given."""
+    """The run's exit code; past `timeout_s` it gets a SIGTERM (it stops as on a Ctrl-C:
+    workers shut down, a checkpoint written; not SIGINT, which a shell's background job
+    inherits ignored) and, if still there a minute later, a kill. A stopped run's code is -1:
+    it did not reach its goal in the time given."""
     try:
         return proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=60.0)
     except subprocess.TimeoutExpired:
@@ -434,7 +435,7 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout-s",
         type=float,
         default=3600.0,
-        help="per run: past it the run gets a Ctrl-C and counts as short of its goal (a median "
+        help="per run: past it the run gets a SIGTERM and counts as short of its goal (a median "
         "over the seeds is then still exact while it lies below the timeout)",
     )
     parser.add_argument(
