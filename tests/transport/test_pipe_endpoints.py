@@ -165,3 +165,33 @@ async def _recv_timeout_session() -> None:
 
 def test_recv_timeout_and_close(run_loop: Callable[..., Any]) -> None:
     run_loop(_recv_timeout_session())
+
+
+async def _orphaned_send_session() -> list[dict[str, Any]]:
+    """A send whose coroutine ended before its frame was written (a KeyboardInterrupt raised in
+    it, as Python's default SIGINT handler does wherever the main thread is), then the close."""
+    import gc
+    import multiprocessing as mp
+
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    driver_conn, worker_conn = mp.Pipe(duplex=True)
+    endpoint = DriverEndpoint(driver_conn, "collector-2")
+    big = EvalResult(2, 5, 3, 1.5, [1.0] * 2**20, 0.5)  # more than the pipe holds: nobody reads
+    sending = endpoint.send(big)
+    sending.send(None)  # runs up to the wait for its frame to be written
+    sending.close()  # the sender is gone; its frame is still queued
+    endpoint.close()
+    del sending
+    gc.collect()
+    worker_conn.close()
+    return reported
+
+
+def test_a_send_whose_sender_is_gone_logs_nothing_when_the_endpoint_closes(
+    run_loop: Callable[..., Any],
+) -> None:
+    """Before the fix, each such frame's wait logged 'Future exception was never retrieved'
+    with a WorkerGone traceback as the process exited, after the CLI's last line."""
+    assert run_loop(_orphaned_send_session()) == []

@@ -277,6 +277,10 @@ class DriverEndpoint:
             _, done = self._outbox.popleft()
             if done is not None and not done.done():
                 done.set_exception(error)
+                # Its sender may be gone (a KeyboardInterrupt raised inside it): marked as seen,
+                # or asyncio logs "never retrieved" with a traceback as the process exits. A
+                # sender still waiting gets the error all the same.
+                done.exception()
         self._inbox.put_nowait(error)
 
 
