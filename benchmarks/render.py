@@ -13,7 +13,9 @@ here) and writes
 - the README's headline table (between `README_BEGIN` and `README_END`): the current rows
   (`current_rows`: each config as shipped), their dates, machine and run count, then success and
   wall seconds to the goal, sync against async. No commit there (the README names none); the
-  wall-clock page gives it.
+  wall-clock page gives it;
+- the marked results section of each policy type's page (`render_policies`);
+- every plot the pages show (`render_plots`), drawn from the same files.
 
 `--check` writes nothing and exits 1 when a committed page differs from what the files render
 (the test suite checks the same).
@@ -27,6 +29,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchmarks import render_plots, render_policies
 from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_stats import median_ratios
 from benchmarks.learning_time import (
@@ -110,6 +113,11 @@ def _current_table() -> list[str]:
         format_time_table(rows),
         "",
         *where,
+        "",
+        f"![Each shipped CartPole config, sync and async, per seed]({render_plots.SHIPPED.name})",
+        "",
+        "Each dot is a seed that reached the threshold, each bar its pipeline's median over "
+        "those seeds; the label counts them, sync then async.",
         "",
     ]
 
@@ -266,7 +274,13 @@ def pages() -> dict[Path, str]:
         PAGE: render(),
         RESULTS_PAGE: render_results(results),
         README: render_readme(README.read_text()),
+        **render_policies.pages(RESULTS, _between),
     }
+
+
+def plots() -> dict[Path, dict]:
+    """Each plot the pages show -> the data it is drawn from."""
+    return render_plots.plots(current_rows()[0])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -274,9 +288,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks render", description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     args = parser.parse_args(argv)
-    rendered = pages()
+    rendered, drawn = pages(), plots()
     if args.check:
         stale = [p for p, text in rendered.items() if not p.is_file() or p.read_text() != text]
+        stale += [p for p, data in drawn.items() if not render_plots.is_current(p, data)]
         for path in stale:
             print(f"{path} is not what `python -m benchmarks render` makes of {RESULTS}")
         if stale:
@@ -285,6 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     for path, text in rendered.items():
         path.write_text(text)
         print(f"wrote {path}")
+    for path, data in drawn.items():
+        if not render_plots.is_current(path, data):
+            path.write_bytes(render_plots.draw(path, data))
+        print(f"drew {path}")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
-"""The wall-clock results page, the rendered section of the results page and the README's
-headline table are what `python -m benchmarks render` makes of the committed JSON files: a figure
-there cannot be typed by hand or go stale."""
+"""The wall-clock results page, the rendered section of the results page, the README's headline
+table, the rendered results of each policy type's page and every plot the pages show are what
+`python -m benchmarks render` makes of the committed JSON files: a figure there cannot be typed by
+hand or go stale, and no image without committed data behind it stays under docs/."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
 import pytest
 
-from benchmarks import render
+from benchmarks import render, render_plots, render_policies
 
 
 def test_the_committed_page_is_the_rendered_one():
@@ -98,3 +101,84 @@ def test_a_config_current_in_two_files_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "RESULTS", tmp_path)
     with pytest.raises(ValueError, match="cartpole_gumbel_muzero is current in a and b"):
         render.current_rows()
+
+
+def test_each_committed_policy_page_has_its_rendered_results():
+    pages = render.pages()
+    policy_pages = [p for p in pages if p.parent == render_policies.PAGES]
+    assert len(policy_pages) == 10  # every type's page, not the index
+    for page in policy_pages:
+        assert page.read_text() == pages[page], f"{page} is stale: python -m benchmarks render"
+
+
+def test_a_policy_page_tables_every_file_with_a_config_of_its_type(tmp_path):
+    source = render.RESULTS / "learning_cartpole_five_types_2026-12-06.json"
+    (tmp_path / "x.json").write_text(source.read_text())
+    by_type = render_policies.type_rows(tmp_path)
+    assert set(by_type) == {
+        "muzero",
+        "unizero",
+        "efficientzero",
+        "muzero_context",
+        "sampled_efficientzero",
+    }
+    lines = render_policies.section(by_type["muzero_context"])
+    row = next(line for line in lines if line.startswith("| [x]"))
+    # as shipped there (the file's `current`); medians over all eight seeds, sync / async
+    assert row == (
+        "| [x](../results.md#x) | cartpole_muzero_context | yes | 8/8, 8/8 "
+        "| 5,108 / 3,020 | 31.5 / 16.8 |"
+    )
+    assert render_policies.section([]) == ["No run of this type is committed as JSON yet.", ""]
+
+
+def test_the_committed_plots_are_what_the_files_draw():
+    drawn = render.plots()
+    assert drawn, "the shipped-configs plot has no data"
+    for path, data in drawn.items():
+        assert render_plots.is_current(path, data), f"{path} is stale: python -m benchmarks render"
+
+
+def test_a_plot_is_drawn_to_the_same_bytes_every_time_and_names_its_data():
+    from PIL import Image
+
+    data = render_plots.shipped_data(render.current_rows()[0])
+    first = render_plots.draw_shipped(data)
+    assert render_plots.draw_shipped(data) == first
+    image = Image.open(io.BytesIO(first))
+    assert image.size == (1000, 550)
+    assert image.text["Description"].startswith(f"data sha256 {render_plots.digest(data)}; ")
+    assert "Software" not in image.text and "Creation Time" not in image.text
+
+
+def test_a_plot_drawn_from_other_data_is_stale(tmp_path):
+    data = render_plots.shipped_data(render.current_rows()[0])
+    path = tmp_path / render_plots.SHIPPED.name
+    render_plots.DRAW[path] = render_plots.draw_shipped
+    try:
+        path.write_bytes(render_plots.draw(path, data))
+        assert render_plots.is_current(path, data)
+        changed = json.loads(json.dumps(data))
+        changed["configs"]["cartpole_muzero"]["sync"]["seeds"] += 1
+        assert not render_plots.is_current(path, changed)
+    finally:
+        del render_plots.DRAW[path]
+    assert not render_plots.is_current(tmp_path / "missing.png", data)
+
+
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_image_the_pages_show_is_a_rendered_plot_and_no_other_image_is_kept():
+    drawn = set(render.plots())
+    shown = set()
+    for page in [render.README, *sorted((render.ROOT / "docs").rglob("*.md"))]:
+        for target in IMAGE.findall(page.read_text()):
+            shown.add((page.parent / target).resolve())
+    assert shown and shown <= drawn, f"images not drawn from committed JSON: {shown - drawn}"
+    kept = {
+        p.resolve()
+        for p in (render.ROOT / "docs").rglob("*")
+        if p.suffix.lower() in {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
+    }
+    assert kept == drawn, f"images under docs/ that render does not draw: {kept - drawn}"
