@@ -114,7 +114,7 @@ def _current_table() -> list[str]:
         "",
         *where,
         "",
-        f"![Each shipped CartPole config, sync and async, per seed]({render_plots.SHIPPED.name})",
+        f"![Each shipped config, sync and async, per seed]({render_plots.SHIPPED.name})",
         "",
         "Each dot is a seed that reached the threshold, each bar its pipeline's median over "
         "those seeds; the label counts them, sync then async.",
