@@ -6,10 +6,11 @@ The run starts with a header naming the machine, the zeropipe version and commit
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
 `learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs against
-uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once) and
-`precision` (the Pong learner under float32 and its defaults); `same-run A B` compares two runs'
-train lines and evals (is an async run its sync run?). They print the same header; their
-results are their own tables.
+uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once),
+`precision` (the Pong learner under float32 and its defaults) and `search-vs-lightzero` (ms per
+search of LightZero's and zeropipe's CartPole searches in alternating rounds); `same-run A B`
+compares two runs' train lines and evals (is an async run its sync run?). They print the same
+header; their results are their own tables.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from benchmarks import (
     pace,
     render,
     same_run,
+    search_vs_lightzero,
 )
 from benchmarks.machine import describe_run, format_header
 
@@ -53,6 +55,7 @@ ON_REQUEST = {
     "same-run": same_run.main,
     "pace": pace.main,
     "render": render.main,
+    "search-vs-lightzero": search_vs_lightzero.main,
 }
 
 
