@@ -53,10 +53,10 @@ class CollectSearch:
         self.cfg, self.config = cfg, config
         self.search_cfg = cfg.policy.search_config(simulations)
         self.rng = np.random.default_rng(seed + 1)
-        frames = np.random.default_rng(seed)
+        frame_rng = np.random.default_rng(seed)
+        shape = (spec.frame_stack, *spec.frame_shape)
         self.frames = {
-            b: frames.normal(size=(b, spec.frame_stack, *spec.frame_shape)).astype(spec.frame_dtype)
-            for b in batches
+            b: frame_rng.normal(size=(b, *shape)).astype(spec.frame_dtype) for b in batches
         }
         self.masks = {b: np.ones((b, spec.action_space_size), dtype=bool) for b in batches}
         self.prev_actions = {b: np.full(b, -1, dtype=np.int64) for b in batches}
