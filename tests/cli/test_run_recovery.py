@@ -258,3 +258,50 @@ def test_a_failed_final_checkpoint_after_sigterm_exits_1_naming_it(tmp_path: Pat
     assert [e["kind"] for e in log if e["event"] == "checkpoint_error"][-1] == "final"
     assert not live_pids("session", proc.pid)
     assert not shm_of(proc.pid)
+
+
+def _caught_signals(pid: int) -> int:
+    """The signals `pid` has a handler for (/proc/PID/status SigCgt); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(f.read().split("SigCgt:")[1].split()[0], 16)
+    except (OSError, IndexError):
+        return 0
+
+
+def _worker_importing(session: int) -> bool:
+    """A spawned worker of `session` is past its interpreter's start-up (Python's SIGINT handler
+    is installed) and, as workers do in their first second, importing numpy and torch."""
+    for pid in live_pids("session", session):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                spawned = b"spawn_main" in f.read()
+        except OSError:
+            continue
+        if spawned and _caught_signals(pid) & (1 << (signal.SIGINT - 1)):
+            return True
+    return False
+
+
+@pytest.mark.timeout(180)
+def test_a_ctrl_c_while_the_workers_start_ends_the_run_quietly(tmp_path: Path):
+    """Ctrl-C reaches the whole process group, the workers too, while they import torch."""
+    (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
+    proc = start(tmp_path, "--async-pipeline")
+    try:
+        deadline = time.monotonic() + 120
+        while not _worker_importing(proc.pid):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.005)  # polling /proc for a condition, bounded by the deadline
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("zeropipe: interrupted"), err
+    assert not live_pids("session", proc.pid)
+    assert not shm_of(proc.pid)

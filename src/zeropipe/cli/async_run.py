@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,9 +17,11 @@ if TYPE_CHECKING:
 
 
 class Terminated:
-    """Whether a SIGTERM arrived (it is turned into the Ctrl-C path, see `_sigterm_as_ctrl_c`)."""
+    """Whether a SIGTERM arrived (it is turned into the Ctrl-C path, see `sigterm_as_ctrl_c`),
+    and, while the async driver runs in a process that ignores SIGINT, how SIGTERM cancels it."""
 
     seen = False
+    cancel_driver: Callable[[], None] | None = None
 
 
 def sigterm_as_ctrl_c() -> None:
@@ -28,12 +31,19 @@ def sigterm_as_ctrl_c() -> None:
     (asyncio.Runner's: cancel the driver; Python's default: KeyboardInterrupt in the sync loop)
     writes the final checkpoint and shuts down cleanly; the exit status is then 143. A process
     that started with SIGINT ignored (a shell script's `zeropipe train ... &`) would drop that
-    SIGINT, so SIGINT then gets Python's default handler first: the KeyboardInterrupt ends the
-    sync loop, or stops the event loop, whose Runner then cancels the driver on its way out.
+    SIGINT: there the first SIGTERM cancels the async driver's task itself, as the Runner's
+    handler would (`_cancel_on_sigterm`; a KeyboardInterrupt stopping the event loop would
+    cancel the pipe readers too, and no collector's state could arrive), and otherwise SIGINT
+    gets Python's default handler first: the KeyboardInterrupt ends the sync loop, or stops the
+    event loop, whose Runner then cancels the driver on its way out.
     """
 
     def handler(_signum: int, _frame: object) -> None:
         Terminated.seen = True
+        cancel, Terminated.cancel_driver = Terminated.cancel_driver, None
+        if cancel is not None:
+            cancel()
+            return
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.raise_signal(signal.SIGINT)
@@ -62,8 +72,9 @@ def run_async(
     check_async_options(cfg)  # before anything is started or written
     if status is not None:
         parse_address(status)
-    early = early_workers(cfg)
+    early = None
     try:
+        early = early_workers(cfg)
         return _run_driver(cfg, show_progress, {**start, "early_workers": early}, status)
     finally:
         if early is not None:
@@ -83,7 +94,31 @@ def _run_driver(
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
         factory = None
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_train_coroutine(cfg, show_progress, start, status))
+        try:
+            return runner.run(_train_coroutine(cfg, show_progress, start, status))
+        except asyncio.CancelledError:
+            if Terminated.seen:  # cancelled by SIGTERM (`_cancel_on_sigterm`): the Ctrl-C exit
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            Terminated.cancel_driver = None
+
+
+def _cancel_on_sigterm() -> None:
+    """Where SIGINT is ignored (asyncio.Runner then installs no handler), SIGTERM cancels the
+    running driver task and wakes its loop, as the Runner's SIGINT handler does."""
+    import asyncio
+
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    assert task is not None
+
+    def cancel() -> None:
+        task.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # the loop may be blocked in its selector
+
+    Terminated.cancel_driver = cancel
 
 
 async def _train_coroutine(
@@ -96,6 +131,7 @@ async def _train_coroutine(
     from zeropipe.pipeline.status import RunMonitor
     from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
 
+    _cancel_on_sigterm()
     if status is None:
         return await train_async(cfg, show_progress=show_progress, **start)
     monitor = RunMonitor(asyncio.get_running_loop())

@@ -428,6 +428,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
     args = _parser().parse_args(argv)
     _log_to_console(quiet=getattr(args, "quiet", False))
+    try:  # from its first import of torch on: a Ctrl-C is an exit status, never a traceback
+        return _command(args)
+    except KeyboardInterrupt as exc:
+        _ignore_late_interrupts()
+        note = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
+        if Terminated.seen:
+            print(f"\nzeropipe: terminated (SIGTERM){note}", file=sys.stderr)
+            return EXIT_TERMINATED
+        print(f"\nzeropipe: interrupted{note}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the command; its errors as one line each and an exit status."""
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, DiskFull, WorkerFailed
@@ -447,14 +461,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"zeropipe {args.command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except KeyboardInterrupt as exc:
-        _ignore_late_interrupts()
-        note = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
-        if Terminated.seen:
-            print(f"\nzeropipe: terminated (SIGTERM){note}", file=sys.stderr)
-            return EXIT_TERMINATED
-        print(f"\nzeropipe: interrupted{note}", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except WorkerFailed as exc:
         print(f"zeropipe: worker failure: {str(exc).rstrip()}", file=sys.stderr)
         return EXIT_ERROR

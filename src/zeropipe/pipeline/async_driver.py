@@ -10,12 +10,13 @@ snapshots every `eval_freq` iterations. The workers and the published weights ar
 backend's (backend.py: processes + shared memory, or Ray actors + Ray's object store).
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
-`asyncio.run`, never sets a loop policy, and on cancellation writes the final checkpoint (first,
-before waiting for the workers, so a second Ctrl-C during that wait cannot skip it), stops its
-workers and frees its published weights (shared memory, Ray objects) before re-raising. Its heavy
-work runs on one dedicated thread that it awaits (heavy_thread.py), so the loop it shares stays
-responsive; `zeropipe.start` (embed.py) wraps it with an event stream, a status and an optional
-status endpoint.
+`asyncio.run`, never sets a loop policy, and on cancellation keeps its idle collectors' states
+(as a limit stop does; at most `shutdown_timeout_s`, and a second Ctrl-C ends that wait), writes
+the final checkpoint (before waiting for the workers, so a second Ctrl-C during that wait cannot
+skip it), stops its workers and frees its published weights (shared memory, Ray objects) before
+re-raising. Its heavy work runs on one dedicated thread that it awaits (heavy_thread.py), so the
+loop it shares stays responsive; `zeropipe.start` (embed.py) wraps it with an event stream, a
+status and an optional status endpoint.
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ async def _drive(
     if monitor is not None:
         monitor.board.worker_states = lambda: worker_states(pool)
     driver = AsyncRun(cfg, state, pool, publisher, inbox, progress, heavy)
+    patient = True  # False after a 2nd interrupt: the workers are then killed without a wait
     try:
         if cancelled:
             raise asyncio.CancelledError  # arrived while the run was being built
@@ -138,15 +140,17 @@ async def _drive(
         # has no Runner handler, so Python's default raises it wherever the main thread is) is
         # the same stop as the cancellation the Runner would have made of it.
         cancelled = True
+        patient = await _keep_states_unless_interrupted(driver)
         raise
     except Exception as exc:
         state.fail(exc)
         raise
     finally:
-        # On the heavy thread, behind any job a cancellation abandoned; a 2nd Ctrl-C cannot skip it.
+        # On the heavy thread, behind any job a cancellation abandoned (and after the collectors'
+        # states arrived); a 2nd Ctrl-C cannot skip it.
         ckpt_error, late_cancel = await heavy.settle(_final_checkpoint, state, cancelled)
         try:
-            await _shutdown(pool, publisher, ap.shutdown_timeout_s)
+            await _shutdown(pool, publisher, ap.shutdown_timeout_s if patient else 0.0)
         finally:
             summary = close_run(state, progress)
         if ckpt_error is not None:  # after a cancellation too: the run ends on this error
@@ -171,6 +175,23 @@ def run_labels(cfg: ExperimentConfig, pipeline: str) -> dict[str, str]:
         "pipeline": pipeline,
         "version": installed,
     }
+
+
+async def _keep_states_unless_interrupted(driver: AsyncRun) -> bool:
+    """After a Ctrl-C or SIGTERM, the idle collectors' states for the final checkpoint, as a
+    limit stop keeps them (`AsyncRun.keep_collector_states`: a collector caught mid-collect
+    loses that collect and starts new episodes on resume). Another interrupt meanwhile ends
+    the wait at once, keeping the states that arrived.
+
+    Returns:
+        False when another interrupt ended the wait (the caller then stops waiting for anything).
+    """
+    try:
+        await driver.keep_collector_states()
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        log.warning("interrupted again: the collectors' states not yet received are not kept")
+        return False
+    return True
 
 
 def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | None:

@@ -120,22 +120,14 @@ class AsyncRun:
     async def keep_collector_states(self) -> None:
         """At a stop, the state of every collector with no collect in flight (its envs and the
         steps it holds for its next segments) into `state.worker_states` for the final
-        checkpoint: a resumed run goes on with them and loses none of those steps. A collector
-        that does not answer within `shutdown_timeout_s` starts new episodes on resume."""
-        asked: dict[int, WorkerHandle] = {}
-        for handle in self.pool.of_role("collector"):
-            restored = self.state.restored_workers.get(handle.name)
-            if restored is not None:  # never collected since the resume: it is still that
-                self.state.worker_states[handle.name] = restored
-                continue
-            if not handle.idle or handle.name in self.launcher.collects:
-                continue
-            request = CollectorStateRequest(next(self.launcher.request_ids))
-            try:
-                await self.pool.submit(handle, request)
-            except TransportError:
-                continue
-            asked[request.request_id] = handle
+        checkpoint: a resumed run goes on with them and loses none of those steps.
+
+        A collector with a collect in flight (a Ctrl-C or SIGTERM mid-collect, a stop value) is
+        not asked, and its collect is not waited for: that collect's steps are dropped, it
+        starts new episodes on resume, and a warning names it. So is one that does not answer
+        within `shutdown_timeout_s`. A cancellation of the wait (a second Ctrl-C) ends it at
+        once, keeping the states that arrived."""
+        asked = await self._ask_states()
         try:
             async with asyncio.timeout(self.ap.shutdown_timeout_s):
                 while asked:
@@ -143,6 +135,31 @@ class AsyncRun:
         except TimeoutError:
             names = sorted(h.name for h in asked.values())
             log.warning("no state from %s: they start new episodes on resume", ", ".join(names))
+
+    async def _ask_states(self) -> dict[int, WorkerHandle]:
+        """Ask each collector that can answer now for its state; the requests sent, by id."""
+        asked: dict[int, WorkerHandle] = {}
+        for handle in self.pool.of_role("collector"):
+            restored = self.state.restored_workers.get(handle.name)
+            if restored is not None:  # never collected since the resume: it is still that
+                self.state.worker_states[handle.name] = restored
+                continue
+            if handle.name in self.launcher.collects:  # sent, or its reply not yet absorbed
+                log.warning(
+                    "%s was collecting at the stop: that collect's steps are dropped and it "
+                    "starts new episodes on resume",
+                    handle.name,
+                )
+                continue
+            if not handle.idle:  # being replaced: nothing to ask
+                continue
+            request = CollectorStateRequest(next(self.launcher.request_ids))
+            try:
+                await self.pool.submit(handle, request)
+            except TransportError:
+                continue
+            asked[request.request_id] = handle
+        return asked
 
     async def _take_state(
         self, asked: dict[int, WorkerHandle], handle: WorkerHandle, generation: int, msg: Any

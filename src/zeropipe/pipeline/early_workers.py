@@ -25,7 +25,12 @@ from typing import Any
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle
-from zeropipe.workers.process import applied_environment, worker_environment, worker_main
+from zeropipe.workers.process import (
+    applied_environment,
+    sigint_blocked,
+    worker_environment,
+    worker_main,
+)
 from zeropipe.workers.request_server import WorkerSpec
 
 SPAWN = mp.get_context("spawn")
@@ -35,8 +40,8 @@ def spawn_worker(spec: WorkerSpec, name: str) -> tuple[Any, Connection]:
     """Start one worker process; returns it and the driver's end of its pipe."""
     parent, child = SPAWN.Pipe(duplex=True)
     process = SPAWN.Process(target=worker_main, args=(child, spec), name=name, daemon=True)
-    # spawn children read these before importing numpy/torch
-    with applied_environment(worker_environment(spec.num_threads)):
+    # spawn children read these before importing numpy/torch, and ignore Ctrl-C from the start
+    with applied_environment(worker_environment(spec.num_threads)), sigint_blocked():
         process.start()
     child.close()  # else the kernel never reports EOF when the worker dies
     return process, parent
@@ -53,9 +58,11 @@ class EarlyWorkers:
         plan = ReplacingWorkers(cfg, asyncio.Queue(), WorkerHandle)
         self.started: list[tuple[WorkerSpec, Any, Connection]] = []
         try:
-            for handle in plan.of_role("collector"):
-                spec = plan.next_spec(handle)
-                self.started.append((spec, *spawn_worker(spec, f"zeropipe-{handle.name}")))
+            # a Ctrl-C meanwhile is raised once every started worker is listed here, to be killed
+            with sigint_blocked():
+                for handle in plan.of_role("collector"):
+                    spec = plan.next_spec(handle)
+                    self.started.append((spec, *spawn_worker(spec, f"zeropipe-{handle.name}")))
         except BaseException:
             self.close()
             raise

@@ -71,6 +71,7 @@ __all__ = [
     "applied_environment",
     "needs_reload",
     "serve",
+    "sigint_blocked",
     "worker_environment",
     "worker_main",
 ]
@@ -124,11 +125,37 @@ def applied_environment(variables: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Blocks SIGINT in the calling thread for the block: wrap ``Process.start()`` in it.
+
+    A terminal's Ctrl-C reaches the whole process group, and a spawned worker spends its first
+    second importing numpy and torch before ``worker_main`` can ignore SIGINT: a Ctrl-C then
+    ended it with a KeyboardInterrupt traceback. A child inherits its parent thread's signal
+    mask through ``exec``, so it starts with SIGINT blocked; ``worker_main`` ignores it and
+    unblocks it (as multiprocessing's resource tracker does). A SIGINT that reaches the driver
+    meanwhile is delivered when the block ends, or to one of its other threads: none is lost.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # no signal masks here (Windows)
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    # Started by the first spawn otherwise, and its start unblocks SIGINT in this thread.
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # blocks nest
+
+
 def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """Process target of a collector or evaluator worker (start method ``spawn``).
 
     Dies with the driver (parent_watch.py: even inside an env step that never returns), ignores
-    SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group), lowers
+    SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group; it was
+    blocked from the spawn on, see `sigint_blocked`), lowers
     its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
     :func:`serve`.
 
@@ -141,6 +168,8 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     """
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # blocked since the spawn (`sigint_blocked`)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is dropped
     os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
     _exit_now(0 if serve(WorkerEndpoint(conn), spec) else 1)
