@@ -24,6 +24,7 @@ from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
 from zeropipe.cli.import_config import add_import_parser, run_import
 from zeropipe.cli.run_end import interrupted_note, log_size, run_end
+from zeropipe.cli.seeds import add_seed_arguments
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
 from zeropipe.config.env_swap import EnvSwap, env_swap
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         help="serve GET /metrics (Prometheus) and GET /status (JSON) there while the async "
         "pipeline runs, e.g. 127.0.0.1:9100 (port 0: a free port, printed); off by default",
     )
+    add_seed_arguments(train)
     config = sub.add_parser("config", parents=[common], help="print the resolved config")
     config.add_argument(
         "--describe",
@@ -157,7 +159,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="draw eval return and throughput curves of runs")
-    plot.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
+    plot.add_argument(
+        "run_dirs",
+        nargs="*",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run directories; an experiment directory of train --seeds stands for its seed_S runs",
+    )
     plot.add_argument(
         "-o",
         "--output",
@@ -295,6 +303,8 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
 def _train(args: argparse.Namespace) -> int:
     if args.wandb:
         args.overrides.append("wandb.enabled=true")
+    if args.seeds is not None:
+        return _train_seeds(args)
     cfg, start = _train_config(args)
     sigterm_as_ctrl_c()
     if args.async_pipeline:
@@ -320,6 +330,25 @@ def _train(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _train_seeds(args: argparse.Namespace) -> int:
+    """`train --seeds`: the config checked once, then one child run per seed (cli/seeds.py)."""
+    from zeropipe.cli.seeds import SeedRuns, child_command, seed_run_dirs, summary_line
+
+    if args.resume or args.status is not None or args.jobs < 1:
+        raise ConfigError(
+            "--seeds starts new runs, --jobs 1 or more, without --resume (continue each run: "
+            "train EXP/seed_S --resume) or --status"
+        )
+    cfg = load_checked(args.config, args.overrides)
+    dirs = seed_run_dirs(cfg.exp_name, args.seeds)
+    quiet = args.quiet or args.jobs > 1
+    commands = {s: child_command(args, s, d, quiet) for s, d in zip(args.seeds, dirs, strict=True)}
+    sigterm_as_ctrl_c()
+    codes = SeedRuns(commands, min(args.jobs, len(commands))).run()
+    print(summary_line(cfg.exp_name, codes), file=sys.stderr)
+    return next((code for code in codes.values() if code), EXIT_OK)
 
 
 def _run_pipeline(
