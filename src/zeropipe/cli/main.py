@@ -304,7 +304,9 @@ def _train(args: argparse.Namespace) -> int:
     if args.wandb:
         args.overrides.append("wandb.enabled=true")
     if args.seeds is not None:
-        return _train_seeds(args)
+        from zeropipe.cli.seeds import train_seeds
+
+        return train_seeds(args, load_checked)
     cfg, start = _train_config(args)
     sigterm_as_ctrl_c()
     if args.async_pipeline:
@@ -330,25 +332,6 @@ def _train(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
-
-
-def _train_seeds(args: argparse.Namespace) -> int:
-    """`train --seeds`: the config checked once, then one child run per seed (cli/seeds.py)."""
-    from zeropipe.cli.seeds import SeedRuns, child_command, seed_run_dirs, summary_line
-
-    if args.resume or args.status is not None or args.jobs < 1:
-        raise ConfigError(
-            "--seeds starts new runs, --jobs 1 or more, without --resume (continue each run: "
-            "train EXP/seed_S --resume) or --status"
-        )
-    cfg = load_checked(args.config, args.overrides)
-    dirs = seed_run_dirs(cfg.exp_name, args.seeds)
-    quiet = args.quiet or args.jobs > 1
-    commands = {s: child_command(args, s, d, quiet) for s, d in zip(args.seeds, dirs, strict=True)}
-    sigterm_as_ctrl_c()
-    codes = SeedRuns(commands, min(args.jobs, len(commands))).run()
-    print(summary_line(cfg.exp_name, codes), file=sys.stderr)
-    return next((code for code in codes.values() if code), EXIT_OK)
 
 
 def _run_pipeline(

@@ -17,12 +17,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zeropipe.cli.async_run import Terminated
-from zeropipe.config import ConfigError
+from zeropipe.cli.async_run import Terminated, sigterm_as_ctrl_c
+from zeropipe.config import ConfigError, ExperimentConfig
 
 SEED_DIR = "seed_{seed}"
 
@@ -45,6 +46,34 @@ def add_seed_arguments(train: argparse.ArgumentParser) -> None:
         help="with --seeds: runs at a time (default 1; above 1 the runs are --quiet and each "
         "one's last lines are printed when it ends)",
     )
+
+
+def train_seeds(
+    args: argparse.Namespace, check: Callable[[str, Sequence[str]], ExperimentConfig]
+) -> int:
+    """`train --seeds`: the config checked once (`check`: the CLI's `load_checked`), then one
+    child run per seed.
+
+    Returns:
+        0 when every seed's run exited 0, else the first other exit status in seed order.
+
+    Raises:
+        ConfigError: a bad config, option or seed list, or a seed whose run directory exists.
+        KeyboardInterrupt: after a Ctrl-C or SIGTERM, once every started run has stopped.
+    """
+    if args.resume or args.status is not None or args.jobs < 1:
+        raise ConfigError(
+            "--seeds starts new runs, --jobs 1 or more, without --resume (continue each run: "
+            "train EXP/seed_S --resume) or --status"
+        )
+    cfg = check(args.config, args.overrides)
+    dirs = seed_run_dirs(cfg.exp_name, args.seeds)
+    quiet = args.quiet or args.jobs > 1
+    commands = {s: child_command(args, s, d, quiet) for s, d in zip(args.seeds, dirs, strict=True)}
+    sigterm_as_ctrl_c()
+    codes = SeedRuns(commands, min(args.jobs, len(commands))).run()
+    print(summary_line(cfg.exp_name, codes), file=sys.stderr)
+    return next((code for code in codes.values() if code), 0)
 
 
 def seed_run_dirs(exp_name: str, seeds: list[int]) -> list[Path]:
