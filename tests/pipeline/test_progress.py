@@ -75,3 +75,20 @@ def test_quiet_draws_nothing():
     line.eval_progress(1, 3, 10)
     line.close()
     assert out.getvalue() == ""
+
+
+def test_an_eval_before_the_first_update_adds_no_zero_to_the_rates(monkeypatch):
+    """A resumed run may evaluate first: the line starts at the resumed counters, not at 0."""
+    clock = Clock()
+    monkeypatch.setattr(progress_module.time, "monotonic", clock)
+    out = io.StringIO()
+    line = ProgressLine(1000, stream=out, interval_s=0.0)
+    line.eval_progress(1, 3, 10)
+    assert out.getvalue() == ""
+    clock.now = 2.0
+    line.update(500, 50)  # the resumed run's counters
+    assert out.getvalue().startswith("env 500/1000  0.0 env/s")
+    assert "eval 1/3 episodes, 10 steps" in out.getvalue()
+    clock.now = 4.0
+    line.update(540, 60)
+    assert line.rates() == (20.0, 5.0)  # 40 env steps and 10 iterations in 2 s, not 540 in 4

@@ -6,11 +6,13 @@ Runs in: driver (the CLI process). Reads each run's `log/metrics.jsonl` (pipelin
 process, so each `resume` line shifts the later times by the time reached before it.
 
 Seeds of one experiment: runs whose resolved configs (`<run>/config.yaml`) are equal once `seed`
-and `exp_name` are left out. Such a group is drawn as the mean over its runs with a min–max band,
+and `exp_name` are left out. Such a group is drawn as the median over its runs with a min–max band,
 after interpolating every run onto a common grid over the x range that all of them cover; each
 run's own eval points are drawn faintly beside it (a run that stopped early at `stop_value` ends
 the common range; the others' later evals stay visible). Its label is the exp_name's last
-component with a seed suffix (`_seed3`, `-s3`) removed, and the seed count.
+component with a seed suffix (`_seed3`, `-s3`) removed (for the `EXP/seed_S` runs of `train
+--seeds`: EXP's last component), and the seed count. An experiment directory of `train --seeds`
+(no metrics of its own, `seed_S` runs inside) stands for its runs.
 Drawn with matplotlib's Agg canvas (no display needed, no pyplot global state).
 """
 
@@ -35,6 +37,7 @@ GRID_POINTS = 200
 # Each run's own eval points: faint, unlabelled (a leading "_" keeps them out of the legend).
 _RUN_STYLE = {"alpha": 0.45, "lw": 0.8, "marker": "o", "ms": 2.5, "label": "_run"}
 _SEED_SUFFIX = re.compile(r"[-_.]?(seed|s)[-_=]?\d+$")
+_SEED_RUN = re.compile(r"seed_(\d+)")  # a run of `train --seeds`: EXP/seed_S
 
 
 @dataclass(frozen=True)
@@ -74,10 +77,10 @@ class RunGroup:
 
 @dataclass(frozen=True)
 class Band:
-    """Mean and min–max over a group's runs on a common grid of G points."""
+    """Median and min–max over a group's runs on a common grid of G points."""
 
     x: np.ndarray  # [G]
-    mean: np.ndarray  # [G]
+    median: np.ndarray  # [G]
     low: np.ndarray  # [G]
     high: np.ndarray  # [G]
 
@@ -165,7 +168,9 @@ def _config_identity(run_dir: Path) -> tuple[str, str]:
         log.warning("%s: %s; plotted as a group of its own", run_dir, exc)
         return f"run:{run_dir.resolve()}", run_dir.resolve().name
     raw = cfg.model_dump(mode="json", exclude={"seed", "exp_name"})
-    return json.dumps(raw, sort_keys=True), Path(cfg.exp_name).name or run_dir.resolve().name
+    exp = Path(cfg.exp_name)
+    name = exp.parent.name if _SEED_RUN.fullmatch(exp.name) else exp.name
+    return json.dumps(raw, sort_keys=True), name or run_dir.resolve().name
 
 
 def group_runs(runs: list[RunCurves]) -> list[RunGroup]:
@@ -185,7 +190,7 @@ def group_runs(runs: list[RunCurves]) -> list[RunGroup]:
 
 
 def seed_band(curves: list[Curve], axis: XAxis) -> Band:
-    """Mean and min–max of curves interpolated onto a common grid.
+    """Median and min–max of curves interpolated onto a common grid.
 
     The grid spans the x range every curve covers (GRID_POINTS points); one curve is returned as
     its own points. Curves that share no x range are interpolated over the union of their points
@@ -202,14 +207,14 @@ def seed_band(curves: list[Curve], axis: XAxis) -> Band:
         log.warning("runs share no %s range; their ends are held constant to average them", axis)
         grid = np.unique(np.concatenate([c.x(axis) for c in curves]))
     values = np.stack([np.interp(grid, c.x(axis), c.value) for c in curves])  # [R, G]
-    return Band(grid, values.mean(axis=0), values.min(axis=0), values.max(axis=0))
+    return Band(grid, np.median(values, axis=0), values.min(axis=0), values.max(axis=0))
 
 
 def draw_curves(groups: list[RunGroup], axis: XAxis):
     """A figure: eval reward_mean (left) and throughput (right) against `axis`.
 
     Args:
-        groups: the run groups; each gets one colour, a mean line and (2+ runs) a min–max band.
+        groups: the run groups; each gets one colour, a median line and (2+ runs) a min–max band.
         axis: "envstep" or "time_s".
 
     Returns:
@@ -224,7 +229,7 @@ def draw_curves(groups: list[RunGroup], axis: XAxis):
     for index, group in enumerate(groups):
         color = f"C{index % 10}"
         band = seed_band([run.reward for run in group.runs], axis)
-        ax_reward.plot(band.x, band.mean, color=color, label=group.label)
+        ax_reward.plot(band.x, band.median, color=color, label=group.label)
         if len(group.runs) > 1:
             ax_reward.fill_between(band.x, band.low, band.high, color=color, alpha=0.25, lw=0)
         for run in group.runs:  # the evals themselves, faint, also past the common range
@@ -241,14 +246,31 @@ def draw_curves(groups: list[RunGroup], axis: XAxis):
 
 
 def _draw_throughput(group: RunGroup, axis: XAxis, color: str, ax_env, ax_learner) -> None:
-    """Mean env steps/s (solid) and learner steps/s (dashed) of a group's runs."""
+    """Median env steps/s (solid) and learner steps/s (dashed) of a group's runs."""
     with_collects = [run for run in group.runs if run.envstep_per_s.value.size]
     if not with_collects:
         return
     env = seed_band([run.envstep_per_s for run in with_collects], axis)
     learner = seed_band([run.learner_steps_per_s for run in with_collects], axis)
-    ax_env.plot(env.x, env.mean, color=color, label=group.label)
-    ax_learner.plot(learner.x, learner.mean, color=color, linestyle="--")
+    ax_env.plot(env.x, env.median, color=color, label=group.label)
+    ax_learner.plot(learner.x, learner.median, color=color, linestyle="--")
+
+
+def seed_runs_of(run_dirs: list[Path]) -> list[Path]:
+    """The run directories, each experiment directory of `train --seeds` (no log of its own,
+    `seed_S` runs inside) replaced by its runs in seed order."""
+    runs = []
+    for path in run_dirs:
+        inside = [] if (path / "log").is_dir() else _seed_dirs(path)
+        runs.extend(inside or [path])
+    return runs
+
+
+def _seed_dirs(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return []
+    found = [(m, p) for p in path.iterdir() if (m := _SEED_RUN.fullmatch(p.name)) and p.is_dir()]
+    return [p for m, p in sorted(found, key=lambda item: int(item[0].group(1)))]
 
 
 def default_output(run_dirs: list[Path]) -> Path:
@@ -285,7 +307,7 @@ def plot_runs(run_dirs: list[Path], output: Path, axis: XAxis = "envstep"):
     """
     if not run_dirs:
         raise InputError("no run directory given: pass one or more <exp_name> directories")
-    groups = group_runs([read_run(path) for path in run_dirs])
+    groups = group_runs([read_run(path) for path in seed_runs_of(run_dirs)])
     fig = draw_curves(groups, axis)
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=100)

@@ -24,6 +24,7 @@ from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
 from zeropipe.cli.import_config import add_import_parser, run_import
 from zeropipe.cli.run_end import interrupted_note, log_size, run_end
+from zeropipe.cli.seeds import add_seed_arguments
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config, load_config
 from zeropipe.config.describe import describe_config
 from zeropipe.config.env_swap import EnvSwap, env_swap
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         help="serve GET /metrics (Prometheus) and GET /status (JSON) there while the async "
         "pipeline runs, e.g. 127.0.0.1:9100 (port 0: a free port, printed); off by default",
     )
+    add_seed_arguments(train)
     config = sub.add_parser("config", parents=[common], help="print the resolved config")
     config.add_argument(
         "--describe",
@@ -157,7 +159,13 @@ def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="draw eval return and throughput curves of runs")
-    plot.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="run directories")
+    plot.add_argument(
+        "run_dirs",
+        nargs="*",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run directories; an experiment directory of train --seeds stands for its seed_S runs",
+    )
     plot.add_argument(
         "-o",
         "--output",
@@ -295,6 +303,10 @@ def _train_config(args: argparse.Namespace) -> tuple[ExperimentConfig, dict[str,
 def _train(args: argparse.Namespace) -> int:
     if args.wandb:
         args.overrides.append("wandb.enabled=true")
+    if args.seeds is not None:
+        from zeropipe.cli.seeds import train_seeds
+
+        return train_seeds(args, load_checked)
     cfg, start = _train_config(args)
     sigterm_as_ctrl_c()
     if args.async_pipeline:

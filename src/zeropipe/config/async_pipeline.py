@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from zeropipe.config.section import Section
+from zeropipe.config.section import PROCESS_ONLY, RAY_ONLY, Section
 
 # collect_freshness 'refresh': a collect comes back this many times per game segment
 REFRESH_PARTS = 5
@@ -85,6 +85,7 @@ class AsyncPipelineConfig(Section):
         "own (os.nice) at start, so that on a machine with fewer cores than processes the "
         "learner, which backpressure waits on, wins the cores and the workers use what it "
         "leaves. 0 keeps the driver's. (Ray starts its workers at its own worker_niceness, 15.)",
+        json_schema_extra=PROCESS_ONLY,
     )
     evaluator_num_cpus: int = Field(1, ge=1, description="Torch threads per evaluator worker.")
     collector_num_gpus: float = Field(0.0, ge=0.0, description="GPU share per collector worker.")
@@ -94,11 +95,13 @@ class AsyncPipelineConfig(Section):
         description="Ray backend: custom Ray resources each collector actor needs, e.g. "
         "{collector_node: 1}; the actors are placed on the nodes that offer them (`ray start "
         "--resources`).",
+        json_schema_extra=RAY_ONLY,
     )
     evaluator_resources: dict[str, float] = Field(
         default_factory=dict,
         description="Ray backend: custom Ray resources each evaluator actor needs (see "
         "collector_resources).",
+        json_schema_extra=RAY_ONLY,
     )
     buffer_stats_interval: int = Field(
         100, ge=1, description="Buffer statistics logging interval in train_iter."
@@ -118,6 +121,7 @@ class AsyncPipelineConfig(Section):
         description="Ray backend: the cluster to join ('auto': the one started on this machine "
         "by `ray start`; 'HOST:PORT' or 'ray://HOST:PORT'). None: the run starts a private Ray "
         "on this machine and stops it at the end.",
+        json_schema_extra=RAY_ONLY,
     )
     ray_local_mode: bool = Field(
         False,
@@ -126,6 +130,7 @@ class AsyncPipelineConfig(Section):
         "serially in the driver process; the nearest honest behaviour is what it does here: a "
         "private single-node Ray started and stopped by the run (the same as leaving ray_address "
         "unset), with the actors as separate processes. Cannot be combined with ray_address.",
+        json_schema_extra=RAY_ONLY,
     )
     max_restarts_per_window: int = Field(
         3,

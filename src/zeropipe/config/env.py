@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from zeropipe.config.section import Section
+from zeropipe.config.section import ATARI_ONLY, Section
 
 
 class EnvConfig(Section):
@@ -52,14 +52,41 @@ class EnvConfig(Section):
     )
     # Atari preprocessing. ALE v5 ids are created with frameskip=1 and no sticky actions, and the
     # skip/stickiness below is applied once, by our wrappers (LightZero PR #494: double skipping).
-    frame_skip: int = Field(4, ge=1, description="Atari: repeat each action this many frames.")
-    sticky_action_prob: float = Field(
-        0.0, ge=0.0, le=1.0, description="Atari: probability of repeating the previous action."
+    frame_skip: int = Field(
+        4,
+        ge=1,
+        description="Atari: repeat each action this many frames.",
+        json_schema_extra=ATARI_ONLY,
     )
-    noop_max: int = Field(30, ge=0, description="Atari: up to this many no-ops after a reset.")
-    gray_scale: bool = Field(True, description="Atari: grayscale (1 channel) instead of RGB (3).")
-    obs_size: int = Field(64, ge=16, description="Atari: frames resized to obs_size×obs_size.")
-    clip_rewards: bool = Field(True, description="Atari: clip training rewards to {-1,0,1}.")
+    sticky_action_prob: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Atari: probability of repeating the previous action.",
+        json_schema_extra=ATARI_ONLY,
+    )
+    noop_max: int = Field(
+        30,
+        ge=0,
+        description="Atari: up to this many no-ops after a reset.",
+        json_schema_extra=ATARI_ONLY,
+    )
+    gray_scale: bool = Field(
+        True,
+        description="Atari: grayscale (1 channel) instead of RGB (3).",
+        json_schema_extra=ATARI_ONLY,
+    )
+    obs_size: int = Field(
+        64,
+        ge=16,
+        description="Atari: frames resized to obs_size×obs_size.",
+        json_schema_extra=ATARI_ONLY,
+    )
+    clip_rewards: bool = Field(
+        True, description="Atari: clip training rewards to {-1,0,1}.", json_schema_extra=ATARI_ONLY
+    )
     episode_life: bool = Field(
-        True, description="Atari: a lost life ends a training episode (eval plays full games)."
+        True,
+        description="Atari: a lost life ends a training episode (eval plays full games).",
+        json_schema_extra=ATARI_ONLY,
     )

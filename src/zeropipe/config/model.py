@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from zeropipe.config.section import Section
+from zeropipe.config.section import CONV_ONLY, MLP_ONLY, Section
 
 
 class WorldModelConfig(Section):
@@ -52,13 +52,30 @@ class ModelConfig(Section):
     """Network sizes. `kind: auto` picks mlp for vector observations and conv for images."""
 
     kind: Literal["auto", "mlp", "conv"] = Field("auto", description="Encoder family.")
-    latent_dim: int = Field(128, ge=1, description="mlp: latent state size.")
-    hidden_dim: int = Field(128, ge=1, description="mlp: hidden layer width.")
-    num_layers: int = Field(2, ge=1, description="mlp: hidden layers per network.")
-    num_channels: int = Field(64, ge=1, description="conv: latent channels.")
-    num_res_blocks: int = Field(1, ge=1, description="conv: residual blocks per stage.")
-    downsample: bool = Field(True, description="conv: downsample 64/96 px frames to 8/6 px.")
-    head_channels: int = Field(16, ge=1, description="conv: channels of value/policy/reward heads.")
+    latent_dim: int = Field(
+        128, ge=1, description="mlp: latent state size.", json_schema_extra=MLP_ONLY
+    )
+    hidden_dim: int = Field(
+        128, ge=1, description="mlp: hidden layer width.", json_schema_extra=MLP_ONLY
+    )
+    num_layers: int = Field(
+        2, ge=1, description="mlp: hidden layers per network.", json_schema_extra=MLP_ONLY
+    )
+    num_channels: int = Field(
+        64, ge=1, description="conv: latent channels.", json_schema_extra=CONV_ONLY
+    )
+    num_res_blocks: int = Field(
+        1, ge=1, description="conv: residual blocks per stage.", json_schema_extra=CONV_ONLY
+    )
+    downsample: bool = Field(
+        True, description="conv: downsample 64/96 px frames to 8/6 px.", json_schema_extra=CONV_ONLY
+    )
+    head_channels: int = Field(
+        16,
+        ge=1,
+        description="conv: channels of value/policy/reward heads.",
+        json_schema_extra=CONV_ONLY,
+    )
     head_hidden_dim: int = Field(32, ge=1, description="Hidden width of the output heads.")
     norm_type: Literal["BN", "LN"] = Field("BN", description="Normalisation layers.")
     value_support_range: tuple[int, int, int] = Field(
@@ -88,6 +105,7 @@ class ProjectionModelConfig(ModelConfig):
         "and rnn_full_obs policy defaults, e.g. policy/muzero.py:68; stochastic_muzero's "
         "default is False). The conv dynamics always adds it, as LightZero's. The parameters "
         "are the same either way.",
+        json_schema_extra=MLP_ONLY,
     )
 
 

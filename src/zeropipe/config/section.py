@@ -16,3 +16,12 @@ class Section(BaseModel):
     model_config = ConfigDict(
         extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False
     )
+
+
+# `json_schema_extra` of a field read only under one condition: `config --describe` shows it only
+# where its condition holds (config/describe.py names each condition)
+ATARI_ONLY = {"applies_to": "atari"}  # an ALE env
+MLP_ONLY = {"applies_to": "mlp"}  # policy.model.kind mlp (or auto)
+CONV_ONLY = {"applies_to": "conv"}  # policy.model.kind conv (or auto)
+RAY_ONLY = {"applies_to": "ray"}  # policy.async_pipeline.backend ray
+PROCESS_ONLY = {"applies_to": "process"}  # policy.async_pipeline.backend process

@@ -4,7 +4,10 @@ during a long eval, the eval's own progress.
 
 Runs in: driver. On a terminal it is a tqdm bar redrawn in place (tqdm: the rate, the ETA and the
 terminal width are its business, not ours); otherwise (CI, a log file) a plain line is printed at
-most every `interval_s` seconds, so long runs show progress without flooding.
+most every `interval_s` seconds, so long runs show progress without flooding. A resumed run's line
+starts at its resumed env step and its rates count only this process's steps: the bar is made at
+the first update, starting there (tqdm's rate and ETA then count from it), and nothing enters the
+rate window before the first update's counters.
 """
 
 from __future__ import annotations
@@ -51,13 +54,14 @@ class ProgressLine:
         self.eval_status: str | None = None  # "eval 2/3 episodes, 350 steps" during an eval
         # (time, envstep, train_iter) over the rate window
         self._iters: deque[tuple[float, int, int]] = deque()
-        self._counters = (0, 0)
+        self._counters: tuple[int, int] | None = None  # (envstep, train_iter) of the last update
         self._losses: Mapping[str, float] = {}
-        self.bar = self._bar() if enabled and self.tty else None
+        self.bar: tqdm | None = None  # made at the first update (its start: that env step)
 
-    def _bar(self) -> tqdm:
+    def _bar(self, envstep: int) -> tqdm:
         return tqdm(
-            total=self.max_env_step,
+            total=max(self.max_env_step, envstep),
+            initial=envstep,
             unit="env",
             file=self.stream,
             dynamic_ncols=True,
@@ -72,9 +76,11 @@ class ProgressLine:
         self.eval_status = None
 
     def eval_progress(self, episodes_done: int, episodes: int, env_steps: int) -> None:
-        """An eval in this process is under way (redrawn at the usual pace)."""
+        """An eval in this process is under way (redrawn at the usual pace; shown from the first
+        update on, whose counters the line starts from)."""
         self.eval_status = f"eval {episodes_done}/{episodes} episodes, {env_steps} steps"
-        self.update(*self._counters)
+        if self._counters is not None:
+            self.update(*self._counters)
 
     def update(
         self,
@@ -94,6 +100,8 @@ class ProgressLine:
         if not self.enabled or (not force and now - self._last_draw < self.interval_s):
             return
         self._last_draw = now
+        if self.tty and self.bar is None:
+            self.bar = self._bar(envstep)
         if self.bar is not None:
             self.bar.total = max(self.max_env_step, envstep)
             self.bar.n = envstep

@@ -35,6 +35,7 @@ from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_state import RunState, RunSummary
+from zeropipe.pipeline.text_log import start_line, stop_line
 from zeropipe.pipeline.threads import apply_threads, choose_threads
 from zeropipe.pipeline.training import Trainer
 
@@ -92,6 +93,7 @@ def open_run(
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy, PhaseClock())
     actors = build_actors()
     run = RunDir(cfg, resume=resume)
+    log.info("%s", start_line(cfg, resume))
     run.metrics.listeners.extend(listeners)
     state = RunState(cfg, run, trainer, threads)
     if loaded is not None:
@@ -198,6 +200,7 @@ def close_run(state: RunState, progress: ProgressLine | None) -> RunSummary:
         **error,
     )
     log.info("%s", state.phases.summary(wall_s))
+    log.info("%s", stop_line(state.cfg, summary, state.error))
     state.run.close()
     if progress is not None:
         progress.update(state.envstep, state.train_iter, force=True)
