@@ -425,6 +425,19 @@ def _quiet_console(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or getattr(record, "shown_quiet", False)
 
 
+def _describe(cfg: ExperimentConfig) -> str:
+    """`config --describe`: the Atari fields only for an ALE env (or an id only the config's
+    `env.register_envs` registers, which may be one)."""
+    from zeropipe.envs import EnvError
+    from zeropipe.envs.registry import is_atari
+
+    try:
+        atari = is_atari(cfg.env.env_id)
+    except EnvError:
+        atari = True
+    return describe_config(cfg, atari)
+
+
 def _ignore_late_interrupts() -> None:
     """The run was stopped and cleaned up (final checkpoint, workers, shared memory): another
     Ctrl-C or SIGTERM while the process exits is ignored. Left to Python, the interpreter's
@@ -461,7 +474,7 @@ def _command(args: argparse.Namespace) -> int:
     try:
         if args.command == "config":  # the env id too, as `train` does, but calls no code
             cfg = load_checked(args.config, args.overrides, run_env_hook=False)
-            sys.stdout.write(describe_config(cfg) if args.describe else dump_config(cfg))
+            sys.stdout.write(_describe(cfg) if args.describe else dump_config(cfg))
             return EXIT_OK
         return {"train": _train, "eval": _eval, "plot": _plot, "import": run_import}[args.command](
             args

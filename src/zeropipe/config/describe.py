@@ -22,23 +22,12 @@ HEADER = (
 )
 
 
-def _is_atari(cfg: BaseModel) -> bool:
-    from zeropipe.envs import EnvError
-    from zeropipe.envs.registry import is_atari
-
-    try:
-        return is_atari(cfg.env.env_id)
-    except EnvError:  # an id only env.register_envs registers: shown, as it may be an ALE one
-        return True
-
-
 def _backend(cfg: BaseModel) -> str:
     return cfg.policy.async_pipeline.backend
 
 
 # the condition of each `applies_to` mark, on the whole ExperimentConfig
 CONDITIONS: dict[str, Callable[[BaseModel], bool]] = {
-    "atari": _is_atari,
     "mlp": lambda cfg: cfg.policy.model.kind in ("mlp", "auto"),
     "conv": lambda cfg: cfg.policy.model.kind in ("conv", "auto"),
     "ray": lambda cfg: _backend(cfg) == "ray",
@@ -46,14 +35,18 @@ CONDITIONS: dict[str, Callable[[BaseModel], bool]] = {
 }
 
 
-def describe_config(cfg: BaseModel) -> str:
+def describe_config(cfg: BaseModel, atari: bool = True) -> str:
     """`cfg` as YAML, each field followed by a comment with its description and, where the value
     is not the default, the default; fields whose `applies_to` condition fails are left out.
 
     Args:
         cfg: the whole `ExperimentConfig`.
+        atari: whether its env is an ALE one (the caller asks the env registry: the config
+            package sits below `envs`); True shows the Atari fields.
     """
     applying = {name for name, holds in CONDITIONS.items() if holds(cfg)}
+    if atari:
+        applying.add("atari")
     return "\n".join([*_wrap(HEADER, "# "), *_describe(cfg, 0, applying)]) + "\n"
 
 

@@ -34,8 +34,8 @@ from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
+from zeropipe.pipeline.run_lines import start_line, stop_line
 from zeropipe.pipeline.run_state import RunState, RunSummary
-from zeropipe.pipeline.text_log import start_line, stop_line
 from zeropipe.pipeline.threads import apply_threads, choose_threads
 from zeropipe.pipeline.training import Trainer
 
