@@ -30,7 +30,7 @@ train: $(STAMP)
 # The fast path (CI's): every test not marked slow. test-all adds the slow end-to-end tests
 # (every type in both pipelines, Ray faults, the long Atari traces); about 1.5× as long.
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" --durations=15
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q

@@ -146,10 +146,38 @@ def _section(name: str, data: dict) -> str:
         return "\n".join([*head, table, ""])
     if "pong" in data["sections"]:
         return "\n".join([*head, *_window_table(data["rows"]), ""])
+    if "search-vs-lightzero" in data["sections"]:
+        return "\n".join([*head, *_search_table(data), ""])
     rows = [LearningRow(**row) for row in data["rows"]]
     pace = format_pace(rows)
     tail = [format_phases(rows), *([pace] if pace else []), ""]
     return "\n".join([*head, format_time_table(rows), "", *tail])
+
+
+def _search_table(data: dict) -> list[str]:
+    """`python -m benchmarks search-vs-lightzero` rows: ms per search of each side (medians over
+    alternating rounds, one thread each), their ratio with its interquartile range over rounds,
+    and what each side's network is."""
+    sides = data["sides"]
+    lines = [
+        f"{data['settings']['simulations']} simulations, {data['settings']['rounds']} rounds; "
+        f"LightZero {sides['lightzero']['lightzero']} (torch {sides['lightzero']['torch']}, "
+        f"{sides['lightzero']['parameters']:,} parameters, supports of "
+        f"{sides['lightzero']['value_support_size']} bins), zeropipe "
+        f"{sides['zeropipe']['config']} (torch {sides['zeropipe']['torch']}, "
+        f"actor_inference {sides['zeropipe']['actor_inference']}).",
+        "",
+        "| B | LightZero ms/search | zeropipe ms/search | LightZero / zeropipe | per round [IQR] |",
+        "|---|---|---|---|---|",
+    ]
+    for row in data["rows"]:
+        spread = row["ratio_per_round"]
+        lines.append(
+            f"| {row['batch']} | {row['lightzero_ms']:.1f} | {row['zeropipe_ms']:.1f} "
+            f"| {row['ratio']:.2f}x | {spread['median']:.2f}x [{spread['q1']:.2f}-"
+            f"{spread['q3']:.2f}] |"
+        )
+    return lines
 
 
 def _window_table(rows: list[dict]) -> list[str]:

@@ -64,7 +64,14 @@ def _owe_in_log(run: Path, steps: int) -> None:
     log.write_text("".join(json.dumps(e) + "\n" for e in lines))
 
 
-@pytest.mark.parametrize("pipeline", [["--async-pipeline"], []], ids=["async", "sync"])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        pytest.param(["--async-pipeline"], id="async"),
+        # slow: the fast path's sync resume is the uninterrupted run (test_resume_equals_...)
+        pytest.param([], id="sync", marks=pytest.mark.slow),
+    ],
+)
 def test_a_resumed_run_trains_the_budgets_its_checkpoint_owes(tmp_path: Path, pipeline):
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run"))
     first = run_cli("train", "tiny.yaml", "--quiet", *pipeline, cwd=tmp_path)

@@ -256,6 +256,7 @@ def test_the_weight_store_keeps_a_version_while_leased_and_only_then(monkeypatch
     store.release(v2)  # after close: a no-op, as for the shared-memory publisher
 
 
+@pytest.mark.slow  # the fast path has it on process workers (test_resume_collector_states)
 @pytest.mark.timeout(300)
 async def test_a_resumed_ray_run_goes_on_with_its_collectors_states(tmp_path):
     from tests.cli.test_resume_collector_states import _held, _stored
