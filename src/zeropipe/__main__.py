@@ -2,6 +2,6 @@
 
 import sys
 
-from zeropipe.cli.main import main
+from zeropipe.cli.entry import main
 
 sys.exit(main())

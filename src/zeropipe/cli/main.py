@@ -451,9 +451,9 @@ def _ignore_late_interrupts() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `zeropipe` console script."""
-    args = _parser().parse_args(argv)
-    _log_to_console(quiet=getattr(args, "quiet", False))
-    try:  # from its first import of torch on: a Ctrl-C is an exit status, never a traceback
+    try:  # a Ctrl-C is an exit status, never a traceback (the import before: cli/entry.py)
+        args = _parser().parse_args(argv)
+        _log_to_console(quiet=getattr(args, "quiet", False))
         return _command(args)
     except KeyboardInterrupt as exc:
         _ignore_late_interrupts()
