@@ -115,6 +115,9 @@ class Row:
     # made, and seconds from then to their eval's result
     first_grid_version_s: list[float] = field(default_factory=list)
     first_eval_latency_s: list[float] = field(default_factory=list)
+    # where the wall fields were computed (benchmarks.learning_pace): the env steps per second
+    # of the one-at-a-time pace runs they were divided by; empty for measured walls
+    paced_envstep_per_s: list[float] = field(default_factory=list)
 
 
 def _command(spec: RunSpec, overrides: list[str], threads: int | None) -> list[str]:

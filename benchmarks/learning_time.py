@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from benchmarks.learning_pace import is_paced, paced_ratio
 from benchmarks.learning_stats import censored_median, median_ratios
 
 WALL = "process_wall_s_to_goal"
@@ -31,7 +32,7 @@ def format_time_table(rows) -> str:
         "| env steps to threshold, sync | async | async / sync |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    walls = {r.config: r for r in median_ratios(rows, field=WALL)}
+    walls = wall_ratios(rows)
     steps = {r.config: r for r in median_ratios(rows)}
     by_config: dict[str, dict[str, object]] = {}
     for row in rows:
@@ -40,8 +41,9 @@ def format_time_table(rows) -> str:
         if {"sync", "async"} - pair.keys():
             continue
         s, a = pair["sync"], pair["async"]
+        name = Path(config).stem + (" (computed)" if is_paced(s) else "")
         lines.append(
-            f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
+            f"| {name} | {len(getattr(s, WALL))}/{s.seeds}, "
             f"{len(getattr(a, WALL))}/{a.seeds} | {format_censored(s, WALL)} "
             f"| {format_censored(a, WALL)} | {_ratio(walls.get(config))} "
             f"| {_median(s.overlap_bound_s)} | {_over_bound(a, s)} "
@@ -51,6 +53,21 @@ def format_time_table(rows) -> str:
             f"| {format_censored(a, STEPS, ',.0f')} | {_ratio(steps.get(config))} |"
         )
     return "\n".join(lines)
+
+
+def wall_ratios(rows) -> dict:
+    """Per config with both pipelines, async's median wall to the goal over sync's
+    (`benchmarks.learning_stats.MedianRatio`): measured walls bootstrapped over the seeds,
+    computed ones (`benchmarks.learning_pace`) with the interval of their product."""
+    ratios = {r.config: r for r in median_ratios(rows, field=WALL)}
+    pairs: dict[str, dict[str, object]] = {}
+    for row in rows:
+        pairs.setdefault(row.config, {})[row.pipeline] = row
+    for config, pair in pairs.items():
+        s, a = pair.get("sync"), pair.get("async")
+        if s is not None and a is not None and is_paced(s) and is_paced(a):
+            ratios[config] = paced_ratio(s, a)
+    return ratios
 
 
 def format_phases(rows) -> str:

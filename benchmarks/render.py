@@ -31,13 +31,14 @@ from pathlib import Path
 
 from benchmarks import render_plots, render_policies
 from benchmarks.learning import Row as LearningRow
-from benchmarks.learning_stats import median_ratios
+from benchmarks.learning_pace import is_paced, paced_note, paced_rows
 from benchmarks.learning_time import (
     WALL,
     format_censored,
     format_pace,
     format_phases,
     format_time_table,
+    wall_ratios,
 )
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import format_rows
@@ -64,6 +65,10 @@ goal eval, the eval whose result reached the goal, cannot be hidden; runs whose 
 `goal_eval_s` (the files before it existed) count it as hideable, a bound lower than it should be.
 Medians of wall seconds and env steps are over every seed run: a seed that never reached the goal
 counts as slower than every seed that did ("not reached" when that is half of them or more).
+A row marked "(computed)" was too costly to run to the goal one run at a time: its wall seconds
+are each seed's env steps to the threshold, from learning runs that shared the cores, over the
+median env steps per second of runs made one at a time to a fixed budget (a `pace` file); its
+interval resamples both, and its overlap bound and phases are the pace runs'.
 """
 
 
@@ -88,14 +93,31 @@ def current_rows() -> tuple[list[LearningRow], dict[str, str], list[dict]]:
         data = json.loads(path.read_text())
         current = data.get("current", []) if "learning" in data["sections"] else []
         files += [data] if current else []
-        for row in data["rows"] if current else []:
-            stem = Path(row["config"]).stem
+        for row in learning_rows(data) if current else []:
+            stem = Path(row.config).stem
             if stem not in current:
                 continue
             if sources.setdefault(stem, path.stem) != path.stem:
                 raise ValueError(f"{stem} is current in {sources[stem]} and {path.stem}")
-            rows.append(LearningRow(**row))
+            rows.append(row)
     return rows, sources, files
+
+
+def learning_rows(data: dict) -> list[LearningRow]:
+    """A learning file's rows; where the file names a pace file (`"pace": stem`), with their
+    wall-clock fields computed from it (`benchmarks.learning_pace`)."""
+    rows = [LearningRow(**row) for row in data["rows"]]
+    if not data.get("pace"):
+        return rows
+    pace = json.loads((RESULTS / f"{data['pace']}.json").read_text())
+    return paced_rows(rows, pace["rows"])
+
+
+def _paced_notes(rows: list[LearningRow], files: dict[str, str]) -> list[str]:
+    """A line per config whose walls were computed, naming the pace file (`files`: config stem
+    -> that pace file's stem)."""
+    stems = dict.fromkeys(Path(r.config).stem for r in rows if is_paced(r))
+    return [f"- {paced_note(stem, files[stem])}" for stem in stems]
 
 
 def _current_table() -> list[str]:
@@ -104,6 +126,10 @@ def _current_table() -> list[str]:
     if not rows:
         return []
     where = [f"- {stem}: [{name}](#{name})" for stem, name in sources.items()]
+    paces = {
+        s: json.loads((RESULTS / f"{n}.json").read_text()).get("pace") for s, n in sources.items()
+    }
+    where += _paced_notes(rows, paces)
     return [
         "## Each config as shipped",
         "",
@@ -148,10 +174,11 @@ def _section(name: str, data: dict) -> str:
         return "\n".join([*head, *_window_table(data["rows"]), ""])
     if "search-vs-lightzero" in data["sections"]:
         return "\n".join([*head, *_search_table(data), ""])
-    rows = [LearningRow(**row) for row in data["rows"]]
+    rows = learning_rows(data)
     pace = format_pace(rows)
+    notes = _paced_notes(rows, dict.fromkeys((Path(r.config).stem for r in rows), data.get("pace")))
     tail = [format_phases(rows), *([pace] if pace else []), ""]
-    return "\n".join([*head, format_time_table(rows), "", *tail])
+    return "\n".join([*head, format_time_table(rows), "", *notes, *([""] if notes else []), *tail])
 
 
 def _search_table(data: dict) -> list[str]:
@@ -230,35 +257,41 @@ def render_readme(page: str) -> str:
     Raises:
         ValueError: the page lacks either marker line, or has them out of order.
     """
-    rows, _sources, files = current_rows()
-    data = files[0]
-    machine = data["machine"]
-    walls = {r.config: r for r in median_ratios(rows, field=WALL)}
+    rows, sources, _files = current_rows()
+    walls = wall_ratios(rows)
     pairs: dict[str, dict[str, LearningRow]] = {}
     for row in rows:
         pairs.setdefault(row.config, {})[row.pipeline] = row
-    dates = ", ".join(sorted({f["date"] for f in files}))
     table = [
-        f"Measured {dates} on {machine['cpu_model']}, {machine['cores']} cores "
-        f"(torch {data['torch']['version']}): CartPole, {rows[0].seeds} seeds a pipeline run one "
-        f"at a time; median wall seconds from start to eval {rows[0].threshold:g} (async / sync "
-        "below 1: async got there sooner).",
+        "Median wall seconds from start to the goal (an eval's mean at the threshold), each config "
+        "as shipped, one run at a time on a quiet machine; async / sync below 1: async got there "
+        'sooner. "computed": env steps to the goal over env steps per second, each measured on '
+        "its own ([how](docs/async_time.md)).",
         "",
-        "| config | reached sync / async | wall s, sync | async | async / sync [95%] |",
-        "|---|---|---|---|---|",
+        "| config | goal | measured on | reached sync / async | wall s, sync | async "
+        "| async / sync [95%] |",
+        "|---|---|---|---|---|---|---|",
     ]
     for config, pair in pairs.items():
         if {"sync", "async"} - pair.keys():
             continue
         s, a = pair["sync"], pair["async"]
+        data = json.loads((RESULTS / f"{sources[Path(config).stem]}.json").read_text())
+        where = f"{_cpu_name(data['machine'])}, {data['machine']['cores']} cores, {data['date']}"
         ratio = walls.get(config)
         spread = "-" if ratio is None else f"{ratio.ratio:.2f} [{ratio.low:.2f}, {ratio.high:.2f}]"
         table.append(
-            f"| {Path(config).stem} | {len(getattr(s, WALL))}/{s.seeds}, "
-            f"{len(getattr(a, WALL))}/{a.seeds} | {format_censored(s, WALL)} "
-            f"| {format_censored(a, WALL)} | {spread} |"
+            f"| {Path(config).stem}{' (computed)' if is_paced(s) else ''} | {s.threshold:g} "
+            f"| {where} | {len(getattr(s, WALL))}/{s.seeds}, {len(getattr(a, WALL))}/{a.seeds} "
+            f"| {format_censored(s, WALL)} | {format_censored(a, WALL)} | {spread} |"
         )
     return _between(page, README_BEGIN, README_END, [*table, ""], README)
+
+
+def _cpu_name(machine: dict) -> str:
+    """The CPU's model without its trademarks (Intel(R) Xeon(R) Processor -> Intel Xeon)."""
+    words = machine["cpu_model"].replace("(R)", "").replace("(TM)", "").split()
+    return " ".join(w for w in words if w.lower() not in ("processor", "cpu"))
 
 
 def _between(page: str, begin: str, end: str, section: list[str], where: Path) -> str:

@@ -31,13 +31,14 @@ def test_the_committed_readme_headline_is_the_rendered_one():
 def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     page = "# zeropipe\n" + render.README_BEGIN + "\nstale\n" + render.README_END + "\nrest\n"
     out = render.render_readme(page)
-    assert out.startswith("# zeropipe\n" + render.README_BEGIN + "\n\nMeasured 2026-12-06 on ")
+    assert out.startswith("# zeropipe\n" + render.README_BEGIN + "\n\nMedian wall seconds ")
     assert out.endswith("\n\n" + render.README_END + "\nrest\n")
     assert "stale" not in out and "commit" not in out  # the README names no commit
-    # each config's current row, as the wall-clock page tables it: muzero's from its own file,
-    # muzero_context's from the five-types file
-    assert "| cartpole_muzero | 8/8, 8/8 | 15.8 | 14.2 | 0.90 [0.34, 1.71] |" in out
-    assert "| cartpole_muzero_context | 8/8, 8/8 | 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
+    # each config's current row, as the wall-clock page tables it, with its goal and where and
+    # when it was measured: muzero's from its own file, muzero_context's from the five-types file
+    where = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 8/8, 8/8 "
+    assert f"| cartpole_muzero {where}| 15.8 | 14.2 | 0.90 [0.34, 1.71] |" in out
+    assert f"| cartpole_muzero_context {where}| 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
