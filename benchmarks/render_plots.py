@@ -84,7 +84,8 @@ def draw_shipped(data: dict) -> bytes:
         axes[0].invert_yaxis()
         for pipeline, colour in COLOURS.items():
             axes[1].plot([], [], "o", color=colour, label=pipeline)
-        axes[1].legend(loc="lower right")
+        # above the panel, where no row of dots lies
+        axes[1].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
         thresholds = {run["threshold"] for run in data["configs"].values()}
         goal = f"{thresholds.pop():g}" if len(thresholds) == 1 else "its threshold"
         fig.suptitle(f"Each config as shipped: the seeds that reached {goal}")
