@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from zeropipe.cli.entry import EXIT_INTERRUPTED
 from zeropipe.cli.main import EXIT_INTERRUPTED as CLI_EXIT_INTERRUPTED
 
@@ -49,3 +51,42 @@ def test_the_entry_point_runs_the_cli():
     )
     assert proc.returncode == 0, proc.stderr
     assert "type: muzero" in proc.stdout
+
+
+# A module whose import is interrupted half way (a Ctrl-C while torch's C++ runs Python), then
+# goes on: `import_holding_ctrl_c` must let it finish and raise the interrupt only after.
+HELD_IMPORT = textwrap.dedent(
+    """
+    import signal, sys
+    sys.path.insert(0, sys.argv[2])
+    if sys.argv[1] == "ignored":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from zeropipe.cli.held_import import import_holding_ctrl_c
+    try:
+        import_holding_ctrl_c("half_way")
+    except KeyboardInterrupt:
+        print("interrupted after the import:", sys.modules["half_way"].finished)
+    else:
+        print("no interrupt:", sys.modules["half_way"].finished)
+    restored = signal.default_int_handler if sys.argv[1] == "default" else signal.SIG_IGN
+    print("handler restored:", signal.getsignal(signal.SIGINT) is restored)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("sigint", "said"),
+    [("default", "interrupted after the import: True"), ("ignored", "no interrupt: True")],
+)
+def test_a_ctrl_c_during_a_held_import_is_raised_once_the_import_is_done(tmp_path, sigint, said):
+    (tmp_path / "half_way.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nfinished = True\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", HELD_IMPORT, sigint, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [said, "handler restored: True"]

@@ -5,6 +5,7 @@ pydantic, yaml, the config models) takes most of a second on a small machine; a 
 time raised KeyboardInterrupt inside some module's import and Python printed the import's
 traceback. Here the import runs under the same rule as the command itself: a Ctrl-C is the
 "interrupted" line and exit status 130, never a traceback. This module imports only `sys`.
+(The command's first import of torch holds a Ctrl-C instead: cli/held_import.py.)
 """
 
 from __future__ import annotations

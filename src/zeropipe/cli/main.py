@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
 from zeropipe.cli.errors import InputError
+from zeropipe.cli.held_import import import_holding_ctrl_c
 from zeropipe.cli.import_config import add_import_parser, run_import
 from zeropipe.cli.run_end import interrupted_note, log_size, run_end
 from zeropipe.cli.seeds import add_seed_arguments
@@ -467,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     """Run the command; its errors as one line each and an exit status."""
+    import_holding_ctrl_c("torch")  # every command's first import of it: see the function
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.pipeline.errors import CheckpointError, DiskFull, WorkerFailed
