@@ -59,8 +59,11 @@ HELD_IMPORT = textwrap.dedent(
     """
     import signal, sys
     sys.path.insert(0, sys.argv[2])
+    # set either way: a child inherits an ignored SIGINT (a test run started in the background)
     if sys.argv[1] == "ignored":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     from zeropipe.cli.held_import import import_holding_ctrl_c
     try:
         import_holding_ctrl_c("half_way")
