@@ -173,6 +173,9 @@ def _metrics_lines(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in complete_lines(text) if line]
 
 
+_RUNNING: set[subprocess.Popen] = set()  # the training processes running now
+
+
 def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s: float) -> Curve:
     """Train one run to its stop rule and read its eval curve."""
     log_path = spec.run_dir.with_suffix(".log")
@@ -182,7 +185,11 @@ def run_one(spec: RunSpec, overrides: list[str], threads: int | None, timeout_s:
         proc = subprocess.Popen(
             _command(spec, overrides, threads), stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
         )
-        code = _wait_or_interrupt(proc, timeout_s)
+        _RUNNING.add(proc)
+        try:
+            code = _wait_or_interrupt(proc, timeout_s)
+        finally:
+            _RUNNING.discard(proc)
     wall = {"process_wall_s": round(time.monotonic() - start, 3), "returncode": code}
     spec.run_dir.with_suffix(".wall.json").write_text(json.dumps(wall))
     return _read_curve(spec, code)
@@ -506,8 +513,18 @@ def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
         threads = max(1, cores // jobs - (1 if "async" in args.pipelines else 0))
     out = specs[0].run_dir.parent
     print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
-    with ThreadPoolExecutor(jobs) as pool:
+    pool = ThreadPoolExecutor(jobs)
+    try:
         return list(pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs))
+    except KeyboardInterrupt:
+        # a Ctrl-C ends the set: no run still queued starts, and each running one is stopped
+        # as a Ctrl-C stops it (a signal sent to this process alone does not reach them)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(_RUNNING):
+            proc.send_signal(signal.SIGTERM)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _plot(curves: list[Curve], path: Path) -> None:

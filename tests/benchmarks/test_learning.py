@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from benchmarks.learning import Curve, RunSpec, format_table, judge, main, read_finished
+
+from benchmarks import learning
 
 
 def _curve(
@@ -123,3 +130,31 @@ def test_the_learner_steps_to_the_threshold_and_the_steps_owed_then():
     assert row.owed_at_threshold == [120.0]
     cells = [cell.strip() for cell in format_table([row]).splitlines()[-1].split("|")]
     assert cells[6:8] == ["400 [300–500]", "120 [120–120]"]
+
+
+@pytest.mark.timeout(60)
+def test_a_ctrl_c_stops_the_running_runs_and_starts_no_queued_one(tmp_path, monkeypatch):
+    started: list[int] = []
+    procs: list[subprocess.Popen] = []
+
+    def fake_run_one(spec, overrides, threads, timeout_s):
+        # a run that would outlast the test, registered as a real one is; the first one
+        # started interrupts the main thread as a Ctrl-C would
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        procs.append(proc)
+        learning._RUNNING.add(proc)
+        started.append(spec.seed)
+        if len(started) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        try:
+            proc.wait()
+        finally:
+            learning._RUNNING.discard(proc)
+
+    monkeypatch.setattr(learning, "run_one", fake_run_one)
+    specs = [RunSpec("c.yaml", "sync", seed, tmp_path / f"s{seed}") for seed in range(6)]
+    args = SimpleNamespace(jobs=1, pipelines=["sync"], overrides=[], timeout_s=300.0)
+    with pytest.raises(KeyboardInterrupt):
+        learning._train_all(specs, args)
+    assert started == [0]  # the five queued runs never started
+    assert [p.poll() for p in procs] == [-signal.SIGTERM]  # the running one was stopped
