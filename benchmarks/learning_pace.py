@@ -18,7 +18,7 @@ import statistics
 
 import numpy as np
 
-from benchmarks.learning_stats import MedianRatio, _ratio, _resampled_medians, all_seeds
+from benchmarks.learning_stats import MedianRatio, all_seeds, censored_ratio, resampled_medians
 
 STEPS = "envsteps_to_threshold"
 
@@ -66,11 +66,13 @@ def paced_ratio(sync, asyn, draws: int = 10_000, seed: int = 0) -> MedianRatio:
     rate_s = np.asarray(sync.paced_envstep_per_s, dtype=float)
     rate_a = np.asarray(asyn.paced_envstep_per_s, dtype=float)
     point = float(
-        _ratio(np.median(steps_a) / np.median(rate_a), np.median(steps_s) / np.median(rate_s))
+        censored_ratio(
+            np.median(steps_a) / np.median(rate_a), np.median(steps_s) / np.median(rate_s)
+        )
     )
-    wall_a = _resampled_medians(steps_a, draws, rng) / _resampled_medians(rate_a, draws, rng)
-    wall_s = _resampled_medians(steps_s, draws, rng) / _resampled_medians(rate_s, draws, rng)
-    boots = _ratio(wall_a, wall_s)
+    wall_a = resampled_medians(steps_a, draws, rng) / resampled_medians(rate_a, draws, rng)
+    wall_s = resampled_medians(steps_s, draws, rng) / resampled_medians(rate_s, draws, rng)
+    boots = censored_ratio(wall_a, wall_s)
     low, high = (float(q) for q in np.nanquantile(boots, [0.025, 0.975], method="nearest"))
     successes = (int(np.isfinite(steps_s).sum()), int(np.isfinite(steps_a).sum()))
     return MedianRatio(sync.config, point, low, high, seeds=successes)

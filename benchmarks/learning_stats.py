@@ -81,8 +81,8 @@ def median_ratios(
     out = []
     for config, (s, a) in _pairs_by_config(rows, field, every_seed=True).items():
         rng = np.random.default_rng(seed)  # the table's median: of env steps, not their logs
-        point = float(_ratio(np.median(a), np.median(s)))
-        boots = _ratio(_resampled_medians(a, draws, rng), _resampled_medians(s, draws, rng))
+        point = float(censored_ratio(np.median(a), np.median(s)))
+        boots = censored_ratio(resampled_medians(a, draws, rng), resampled_medians(s, draws, rng))
         # nearest, not interpolated: between two infinite resamples lies no number
         low, high = (float(q) for q in np.nanquantile(boots, [0.025, 0.975], method="nearest"))
         successes = (int(np.isfinite(s).sum()), int(np.isfinite(a).sum()))
@@ -106,7 +106,7 @@ def censored_median(row, field: str = "envsteps_to_threshold") -> float:
     return float(np.median(values)) if len(values) else math.nan
 
 
-def _ratio(num, den):
+def censored_ratio(num, den):
     """num / den where inf / inf (and 0 / 0) is nan, not a warning."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.divide(num, den)
@@ -172,7 +172,8 @@ def _resampled_means(values: np.ndarray, draws: int, rng: np.random.Generator) -
     return rng.choice(values, size=(draws, len(values))).mean(axis=1)
 
 
-def _resampled_medians(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+def resampled_medians(values: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """The medians of `draws` bootstrap resamples of `values` (each as long as `values`)."""
     return np.median(rng.choice(values, size=(draws, len(values))), axis=1)
 
 
