@@ -5,7 +5,8 @@ The run starts with a header naming the machine, the zeropipe version and commit
 
 Long sections run only when named, each with its own options (`python -m benchmarks NAME --help`):
 `pong` (the Pong pipeline, about 20 minutes), `embed` (event-loop stalls beside the driver),
-`learning` (configs x seeds judged by their eval curves), `resume` (stopped-and-resumed runs against
+`learning` (configs x seeds judged by their eval curves), `main-job` (the README's quick start
+as a user runs it), `resume` (stopped-and-resumed runs against
 uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once),
 `precision` (the Pong learner under float32 and its defaults) and `search-vs-lightzero` (ms per
 search of LightZero's and zeropipe's CartPole searches in alternating rounds); `same-run A B`
@@ -32,6 +33,7 @@ from benchmarks import (
     bench_search,
     bench_transport,
     learning,
+    main_job,
     pace,
     render,
     same_run,
@@ -49,6 +51,7 @@ ON_REQUEST = {
     "pong": bench_pong.main,
     "embed": bench_embed.main,
     "learning": learning.main,
+    "main-job": main_job.main,
     "resume": bench_resume.main,
     "neighbours": bench_neighbours.main,
     "precision": bench_precision.main,

@@ -13,7 +13,8 @@ here) and writes
 - the README's headline table (between `README_BEGIN` and `README_END`): the current rows
   (`current_rows`: each config as shipped), their dates, machine and run count, then success and
   wall seconds to the goal, sync against async. No commit there (the README names none); the
-  wall-clock page gives it;
+  wall-clock page gives it. And its quick start's figure, from the newest `main-job` file
+  (`main_job.readme_lines`);
 - the marked results section of each policy type's page (`render_policies`);
 - every plot the pages show (`render_plots`), drawn from the same files.
 
@@ -29,7 +30,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks import render_plots, render_policies
+from benchmarks import main_job, render_plots, render_policies
 from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_pace import is_paced, paced_note, paced_rows
 from benchmarks.learning_time import (
@@ -77,7 +78,8 @@ def render() -> str:
     parts = [INTRO, *_current_table()]
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
-        parts.append(_section(path.stem, data))
+        if main_job.SECTION not in data["sections"]:  # the README's quick start shows it
+            parts.append(_section(path.stem, data))
     return "\n".join(parts)
 
 
@@ -285,7 +287,12 @@ def render_readme(page: str) -> str:
             f"| {where} | {len(getattr(s, WALL))}/{s.seeds}, {len(getattr(a, WALL))}/{a.seeds} "
             f"| {format_censored(s, WALL)} | {format_censored(a, WALL)} | {spread} |"
         )
-    return _between(page, README_BEGIN, README_END, [*table, ""], README)
+    page = _between(page, README_BEGIN, README_END, [*table, ""], README)
+    job = main_job.newest(RESULTS)
+    if job is None:
+        return page
+    lines = main_job.readme_lines(job, _cpu_name(job["machine"]))
+    return _between(page, main_job.README_BEGIN, main_job.README_END, lines, README)
 
 
 def _cpu_name(machine: dict) -> str:

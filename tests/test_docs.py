@@ -63,7 +63,7 @@ def test_the_readme_links_only_to_files_in_the_repository():
     for target in targets:
         assert "://" not in target, f"README.md links outside the repository: {target}"
         file, _, anchor = target.partition("#")
-        path = (ROOT / file).resolve()
+        path = (ROOT / (file or "README.md")).resolve()  # "#heading": the README's own
         assert path.is_relative_to(ROOT), f"README.md links outside the repository: {target}"
         assert path.exists(), f"README.md links to a missing file: {target}"
         if anchor:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from benchmarks import render, render_plots, render_policies
+from benchmarks import main_job, render, render_plots, render_policies
 
 
 def test_the_committed_page_is_the_rendered_one():
@@ -29,16 +29,22 @@ def test_the_committed_readme_headline_is_the_rendered_one():
 
 
 def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
+    job = f"{main_job.README_BEGIN}\nstale\n{main_job.README_END}\n"
     page = "# zeropipe\n" + render.README_BEGIN + "\nstale\n" + render.README_END + "\nrest\n"
-    out = render.render_readme(page)
+    out = render.render_readme(job + page)
+    assert out.startswith(job.split("stale")[0] + "\nA first run ")
+    assert "```text\nstopped: stop_value at env step 2040, " in out  # the main job's last line
+    out = out[out.index("# zeropipe") :]
     assert out.startswith("# zeropipe\n" + render.README_BEGIN + "\n\nMedian wall seconds ")
     assert out.endswith("\n\n" + render.README_END + "\nrest\n")
     assert "stale" not in out and "commit" not in out  # the README names no commit
     # each config's current row, as the wall-clock page tables it, with its goal and where and
-    # when it was measured: muzero's from its own file, muzero_context's from the five-types file
-    where = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 8/8, 8/8 "
-    assert f"| cartpole_muzero {where}| 15.8 | 14.2 | 0.90 [0.34, 1.71] |" in out
-    assert f"| cartpole_muzero_context {where}| 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
+    # when it was measured: muzero's from the three-types file, muzero_context's from the
+    # five-types file
+    amd = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 8/8, 8/8 "
+    assert f"| cartpole_muzero {amd}| 19.4 | 18.1 | 0.93 [0.34, 1.65] |" in out
+    intel = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 8/8, 8/8 "
+    assert f"| cartpole_muzero_context {intel}| 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
@@ -71,6 +77,9 @@ def test_each_results_file_names_its_machine_commit_and_command():
         data = json.loads(path.read_text())
         assert data["machine"]["cores"] and data["zeropipe"]["commit"] and data["date"]
         assert data["command"].startswith("python -m benchmarks ")
+        if main_job.SECTION in data["sections"]:  # the README's quick start, not this page
+            assert data["main_job"]["last_line"] in render.README.read_text()
+            continue
         assert f"## {path.stem}" in render.render()
         if "learning" in data["sections"]:
             assert f"### {path.stem}" in render.RESULTS_PAGE.read_text()
