@@ -40,11 +40,12 @@ def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     assert "stale" not in out and "commit" not in out  # the README names no commit
     # each config's current row, as the wall-clock page tables it, with its goal and where and
     # when it was measured: muzero's from the three-types file, muzero_context's from the
-    # five-types file
+    # two-types file, unizero's from its own (another machine)
     amd = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 8/8, 8/8 "
     assert f"| cartpole_muzero {amd}| 19.4 | 18.1 | 0.93 [0.34, 1.65] |" in out
+    assert f"| cartpole_muzero_context {amd}| 15.1 | 11.5 | 0.76 [0.13, 1.28] |" in out
     intel = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 8/8, 8/8 "
-    assert f"| cartpole_muzero_context {intel}| 31.5 | 16.8 | 0.53 [0.36, 1.01] |" in out
+    assert f"| cartpole_unizero {intel}| 74.3 | 52.7 | 0.71 [0.53, 1.00] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
@@ -122,8 +123,11 @@ def test_each_committed_policy_page_has_its_rendered_results():
 
 
 def test_a_policy_page_tables_every_file_with_a_config_of_its_type(tmp_path):
-    source = render.RESULTS / "learning_cartpole_five_types_2026-12-06.json"
-    (tmp_path / "x.json").write_text(source.read_text())
+    for name in (
+        "learning_cartpole_five_types_2026-12-06",
+        "learning_cartpole_two_types_2026-12-07",
+    ):
+        (tmp_path / f"{name[-10:]}.json").write_text((render.RESULTS / f"{name}.json").read_text())
     by_type = render_policies.type_rows(tmp_path)
     assert set(by_type) == {
         "muzero",
@@ -133,12 +137,15 @@ def test_a_policy_page_tables_every_file_with_a_config_of_its_type(tmp_path):
         "sampled_efficientzero",
     }
     lines = render_policies.section(by_type["muzero_context"])
-    row = next(line for line in lines if line.startswith("| [x]"))
-    # as shipped there (the file's `current`); medians over all eight seeds, sync / async
-    assert row == (
-        "| [x](../results.md#x) | cartpole_muzero_context | yes | 8/8, 8/8 "
-        "| 5,108 / 3,020 | 31.5 / 16.8 |"
-    )
+    rows = [line for line in lines if line.startswith("| [2026-12-0")]
+    # the newer file's config as shipped (its `current`), the older one's not; medians over all
+    # eight seeds, sync / async
+    assert rows == [
+        "| [2026-12-06](../results.md#2026-12-06) | cartpole_muzero_context | no | 8/8, 8/8 "
+        "| 5,108 / 3,020 | 31.5 / 16.8 |",
+        "| [2026-12-07](../results.md#2026-12-07) | cartpole_muzero_context | yes | 8/8, 8/8 "
+        "| 3,660 / 2,932 | 15.1 / 11.5 |",
+    ]
     assert render_policies.section([]) == ["No run of this type is committed as JSON yet.", ""]
 
 
