@@ -40,12 +40,12 @@ def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     assert "stale" not in out and "commit" not in out  # the README names no commit
     # each config's current row, as the wall-clock page tables it, with its goal and where and
     # when it was measured: muzero's from the three-types file, muzero_context's from the
-    # two-types file, unizero's from its own (another machine)
+    # two-types file, gumbel_muzero's from its own (another machine)
     amd = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 8/8, 8/8 "
     assert f"| cartpole_muzero {amd}| 19.4 | 18.1 | 0.93 [0.34, 1.65] |" in out
     assert f"| cartpole_muzero_context {amd}| 15.1 | 11.5 | 0.76 [0.13, 1.28] |" in out
-    intel = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 8/8, 8/8 "
-    assert f"| cartpole_unizero {intel}| 74.3 | 52.7 | 0.71 [0.53, 1.00] |" in out
+    intel = "| 195 | Intel Xeon, 2 cores, 2026-12-06 | 7/8, 7/8 "
+    assert f"| cartpole_gumbel_muzero {intel}| 69.2 | 38.3 | 0.55 [0.30, 1.40] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
