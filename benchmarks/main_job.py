@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import ROOT, describe_run, format_header
+from benchmarks.overrides import recorded_command
 
 CONFIG = "configs/cartpole_muzero.yaml"  # the Makefile's CONFIG
 STOPPED = "stopped:"  # the CLI's last line of a run that met a stop rule
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{result['last_line']}  (process wall {result['process_wall_s']} s)")
     data = {
         **header,
-        "command": f"python -m benchmarks main-job --config {args.config}",
+        "command": recorded_command(SECTION, argv if argv is not None else sys.argv[2:]),
         "date": time.strftime("%Y-%m-%d"),
         "main_job": result,
     }
