@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -31,6 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchmarks.learning_dirs import (
+    RunSpec,
+    check_judged,
+    fill_defaults,
+    learning_specs,
+    seeds_specs,
+)
 from benchmarks.learning_grid import plot_grid
 from benchmarks.learning_stats import (
     format_median_ratio,
@@ -46,17 +52,6 @@ from zeropipe.cli.errors import InputError
 from zeropipe.pipeline.phases import PHASES, PhaseClock
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIGS = ("configs/cartpole_muzero_475.yaml", "configs/acrobot_muzero.yaml")
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One training run of the benchmark."""
-
-    config: str
-    pipeline: str  # sync | async
-    seed: int
-    run_dir: Path
 
 
 @dataclass(frozen=True)
@@ -379,40 +374,6 @@ def _threshold(config: str, overrides: list[str], given: float | None) -> float:
     return load_config(ROOT / config, overrides).env.stop_value
 
 
-RUN_DIR_NAME = re.compile(r"^(?P<stem>.+)_(?P<pipeline>sync|async)_seed(?P<seed>\d+)$")
-
-
-def _fill_defaults(args: argparse.Namespace) -> None:
-    """--configs, --seeds and --pipelines left out: with --judge-only, what the directory holds
-    (its run directories are named `<config stem>_<pipeline>_seed<seed>`); else the defaults."""
-    found = []
-    if args.judge_only is not None:
-        found = _run_dirs_in(args.judge_only, args.configs is None)
-    if args.configs is None:
-        stems = sorted({m["stem"] for m in found})
-        args.configs = [f"configs/{s}.yaml" for s in stems] or list(DEFAULT_CONFIGS)
-    if args.seeds is None:
-        args.seeds = sorted({int(m["seed"]) for m in found}) or [0, 1, 2]
-    if args.pipelines is None:
-        held = {m["pipeline"] for m in found}
-        args.pipelines = [p for p in ("sync", "async") if p in held] or ["sync"]
-
-
-def _run_dirs_in(directory: Path, required: bool) -> list[re.Match[str]]:
-    """The names of `directory`'s run directories whose config is under configs/; none found
-    (when nothing else names what to judge) is an error, not a table of the default configs."""
-    if not directory.is_dir():
-        raise SystemExit(f"--judge-only {directory}: not a directory")
-    names = (RUN_DIR_NAME.match(p.name) for p in directory.iterdir() if p.is_dir())
-    found = [m for m in names if m and (ROOT / "configs" / f"{m['stem']}.yaml").is_file()]
-    if required and not found:
-        raise SystemExit(
-            f"--judge-only {directory}: no run directory named <config stem>_<sync|async>_seed<N> "
-            "for a config under configs/ (a learning run's out/<date> directory holds them)"
-        )
-    return found
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks learning", description=__doc__)
     parser.add_argument(
@@ -451,8 +412,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--judge-only",
         type=Path,
+        nargs="+",
         metavar="DIR",
-        help="train nothing: judge the run directories of an earlier invocation in DIR",
+        help="train nothing: judge the run directories in DIR: an earlier invocation's, or the "
+        "seed_N runs of `zeropipe train CONFIG --seeds ...` (a sync and an async one of a "
+        "config pair up)",
     )
     parser.add_argument(
         "--hold-envsteps",
@@ -467,28 +431,27 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Run every (config, pipeline, seed), print the table, write JSON and the PNG."""
     args = _parser().parse_args(argv)
-    _fill_defaults(args)
-    header = describe_run({"learning": args.configs})  # at the start: the commit that ran
+    fill_defaults(args)
     if args.eval_episodes:  # first, so that a --set of the same key wins
         args.overrides = [f"env.n_evaluator_episode={args.eval_episodes}", *args.overrides]
-    out = args.judge_only or args.out / time.strftime("%Y%m%d-%H%M%S")
-    specs = [
-        RunSpec(c, p, s, out / f"{Path(c).stem}_{p}_seed{s}")
-        for c in args.configs
-        for s in args.seeds  # the pipelines alternate: a drift in the machine's speed hits both
-        for p in args.pipelines
-    ]
-    judged = args.judge_only is not None
-    curves = [read_finished(spec) for spec in specs] if judged else _train_all(specs, args)
-    rows, thresholds = [], {}
-    for config in args.configs:
-        threshold = thresholds[config] = _threshold(config, args.overrides, args.threshold)
-        for pipeline in args.pipelines:
+    out = args.judge_only[0] if args.judge_only else args.out / time.strftime("%Y%m%d-%H%M%S")
+    specs = learning_specs(args, out)
+    thresholds = {c: _threshold(c, args.overrides, args.threshold) for c in args.configs}
+    if args.judge_only:
+        seeded, seeded_thresholds = seeds_specs(args.judge_only, args.threshold)
+        specs, thresholds = specs + seeded, {**thresholds, **seeded_thresholds}
+        check_judged(args.judge_only, specs)
+    header = describe_run({"learning": list(thresholds)})  # before training: the commit that ran
+    curves = [read_finished(s) for s in specs] if args.judge_only else _train_all(specs, args)
+    rows = []
+    for config, threshold in thresholds.items():
+        for pipeline in ("sync", "async"):
             group = [c for c in curves if c.spec.config == config and c.spec.pipeline == pipeline]
-            rows.append(judge(group, threshold, args.hold_envsteps))
+            if group:
+                rows.append(judge(group, threshold, args.hold_envsteps))
     table = format_table(rows)
     print(table)
-    if {"sync", "async"} <= set(args.pipelines):
+    if {"sync", "async"} <= {r.pipeline for r in rows}:
         print(format_pooled(pooled_async_ratio(rows)))
         print("\n".join(format_median_ratio(r) for r in median_ratios(rows)))
         print(format_time_table(rows))

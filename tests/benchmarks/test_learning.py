@@ -115,6 +115,38 @@ def test_judge_only_over_a_directory_without_runs_says_so(tmp_path, capsys):
     assert "| " not in capsys.readouterr().out
 
 
+def _write_seed_run(exp: Path, seed: int, evals, async_pipeline: bool) -> None:
+    """`exp/seed_<seed>` as `zeropipe train CONFIG --seeds` leaves it: its config.yaml (the
+    config as a run writes it) and its metrics log."""
+    from tests.tiny import tiny_config
+    from zeropipe.config.loader import config_from_dict, dump_config
+
+    raw = tiny_config(exp / f"seed_{seed}").model_dump(mode="json")
+    raw["seed"] = seed
+    raw["env"]["stop_value"] = 0.5
+    raw["policy"]["async_pipeline"]["enabled"] = async_pipeline
+    _write_run(exp / f"seed_{seed}", evals, stopped=True)
+    (exp / f"seed_{seed}" / "config.yaml").write_text(dump_config(config_from_dict(raw)))
+
+
+def test_judge_only_reads_train_seeds_directories_and_pairs_a_sync_and_an_async_one(
+    tmp_path, capsys
+):
+    """`zeropipe train CONFIG --seeds` directories (seed_N, each with its config.yaml): one
+    group per config, its pipeline from each run's config, its threshold the stop value."""
+    for seed in (0, 1):
+        _write_seed_run(tmp_path / "chain", seed, [(100, 0.2), (200, 0.6)], False)
+        _write_seed_run(tmp_path / "chain_async", seed, [(100, 0.7)], True)
+    main(["--judge-only", str(tmp_path / "chain"), str(tmp_path / "chain_async")])
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| chain (")]  # the first table
+    cells = [[c.strip() for c in row.split("|")[1:4]] for row in rows]
+    assert cells == [["chain (≥ 0.5)", "sync", "2/2"], ["chain (≥ 0.5)", "async", "2/2"]]
+    judged = json.loads((tmp_path / "chain" / "learning.json").read_text())["rows"]
+    assert [r["envsteps_to_threshold"] for r in judged] == [[200, 200], [100, 100]]
+    assert "async / sync median, chain" in out
+
+
 def test_the_learner_steps_to_the_threshold_and_the_steps_owed_then():
     """Per successful seed, from its first success's eval line; a line without them is left out."""
     nan = float("nan")
