@@ -58,15 +58,23 @@ README_BLOCKS = [code for code, places in BLOCKS.items() if any("README" in p fo
 
 def tiny_copy(config: str, cwd: Path) -> None:
     """`cwd/config`: the repository's file (its `base:` resolved) with `TINY_BUDGET` set."""
-    raw = read_yaml(ROOT / config)
+    (cwd / config).parent.mkdir(parents=True, exist_ok=True)
+    (cwd / config).write_text(yaml.safe_dump(_tiny(read_yaml(ROOT / config))))
+
+
+def tiny_file(path: Path) -> None:
+    """The YAML config at `path` (a file a documented command wrote) put on `TINY_BUDGET`."""
+    path.write_text(yaml.safe_dump(_tiny(read_yaml(path))))
+
+
+def _tiny(raw: dict) -> dict:
     for key, value in TINY_BUDGET.items():
         *sections, last = key.split(".")
         node = raw
         for part in sections:
             node = node.setdefault(part, {})
         node[last] = value
-    (cwd / config).parent.mkdir(parents=True, exist_ok=True)
-    (cwd / config).write_text(yaml.safe_dump(raw))
+    return raw
 
 
 def _session_processes(sid: int) -> list[int]:
