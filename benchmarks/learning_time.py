@@ -52,7 +52,28 @@ def format_time_table(rows) -> str:
             f"| {format_censored(s, STEPS, ',.0f')} "
             f"| {format_censored(a, STEPS, ',.0f')} | {_ratio(steps.get(config))} |"
         )
-    return "\n".join(lines)
+    singles = _one_pipeline_rows(rows, by_config)
+    return "\n".join(lines if len(lines) > 2 or not singles else singles)
+
+
+def _one_pipeline_rows(rows, by_config: dict) -> list[str]:
+    """The table of a file whose configs ran in one pipeline only (a lever measured on async
+    runs alone): per row its own medians, no ratio."""
+    lines = [
+        "| config | pipeline | success | wall s to goal | learner steps to it | learner busy "
+        "| env steps to threshold |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        if len(by_config[row.config]) == 1:
+            lines.append(
+                f"| {Path(row.config).stem} | {row.pipeline} | {len(getattr(row, WALL))}/"
+                f"{row.seeds} | {format_censored(row, WALL)} "
+                f"| {_median(row.learner_steps_to_threshold, ',.0f')} "
+                f"| {_median(row.learner_busy_fraction, '.2f')} "
+                f"| {format_censored(row, STEPS, ',.0f')} |"
+            )
+    return lines if len(lines) > 2 else []
 
 
 def wall_ratios(rows) -> dict:

@@ -55,6 +55,16 @@ def test_the_time_table_counts_a_seed_without_the_goal_as_the_slowest():
     assert "| 41.5 | not reached |" in format_time_table([sync, worse]).splitlines()[-1]
 
 
+def test_runs_of_one_pipeline_alone_get_their_own_medians_and_no_ratio():
+    """A lever measured on async runs alone: a row each, not an empty side-by-side table."""
+    fast = judge([_stopped(s, "async", 30.0 + s, 200.0) for s in range(3)], threshold=195)
+    lines = format_time_table([fast]).splitlines()
+    assert lines[0].startswith("| config | pipeline | success | wall s to goal |")
+    assert lines[-1].startswith("| cartpole_muzero | async | 3/3 | 31.0 |")
+    sync = judge([_stopped(s, "sync", 40.0 + s, 200.0) for s in range(3)], threshold=195)
+    assert "| pipeline |" not in format_time_table([sync, fast])  # a pair: the usual table
+
+
 def test_async_settings_reach_only_the_async_runs():
     items = ["seed=1", "policy.async_pipeline.worker_niceness=5", "policy.eval_freq=10"]
     assert for_pipeline(items, "async") == items

@@ -108,6 +108,7 @@ ADDED_SINCE_V0_1 = {
         "request_deadline_factor",
         "min_request_deadline_s",
         "first_request_deadline_s",
+        "collector_niceness",
     },
     "gumbel": {"prior_term", "collect_root_noise", "collect_action", "policy_loss"},
 }

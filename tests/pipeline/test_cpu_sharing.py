@@ -16,6 +16,7 @@ from zeropipe.pipeline import schedule
 from zeropipe.pipeline import threads as threads_module
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest
+from zeropipe.workers import process as process_module
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 
@@ -35,23 +36,24 @@ def test_learner_threads_are_the_cores_the_busy_workers_leave(monkeypatch):
 
 
 @contextlib.contextmanager
-def niceness_below_the_maximum() -> Iterator[int]:
-    """This thread's niceness (the one a spawned worker starts from), lowered to 18 for the
-    block when it is 19, so that a worker that adds 1 is seen to add it; restored afterwards.
+def niceness_with_room(room: int) -> Iterator[int]:
+    """This thread's niceness (the one a spawned worker starts from), lowered to 19 - `room` for
+    the block when it is above that, so that a worker that adds up to `room` is seen to add it
+    (the kernel caps a niceness at 19); restored afterwards.
 
-    Skips the test where the niceness is 19 and may not be lowered (no CAP_SYS_NICE, RLIMIT_NICE
-    too low): no increase of a niceness of 19 can be seen there.
+    Skips the test where the niceness may not be lowered (no CAP_SYS_NICE, RLIMIT_NICE too low):
+    no increase past 19 can be seen there.
     """
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    if base < 19:
+    if base <= 19 - room:
         yield base
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, 18)
+        os.setpriority(os.PRIO_PROCESS, 0, 19 - room)
     except PermissionError:
-        pytest.skip("at niceness 19, without the right to lower it, no increase can be seen")
+        pytest.skip(f"at niceness {base}, without the right to lower it, no increase can be seen")
     try:
-        yield 18
+        yield 19 - room
     finally:
         os.setpriority(os.PRIO_PROCESS, 0, base)  # raising a niceness needs no privilege
 
@@ -69,15 +71,23 @@ async def test_workers_run_at_the_configured_niceness(tmp_path, monkeypatch):
         return await real_send(self, msg)
 
     monkeypatch.setattr(DriverEndpoint, "send", send)
-    pipeline = {"worker_niceness": 1}
+    pipeline = {"worker_niceness": 1, "collector_niceness": 2}
     cfg = tiny_config(tmp_path / "run", async_pipeline=pipeline)
     cfg.max_env_step = 32
-    with niceness_below_the_maximum() as driver_niceness:
+    with niceness_with_room(3) as driver_niceness:
         async with asyncio.timeout(180):
             await train_async(cfg, show_progress=False)
-    # each worker added exactly the configured 1 to the niceness it started from (the driver's)
+    # each worker added exactly its configured niceness to the one it started from (the
+    # driver's): both worker_niceness, a collector collector_niceness more
     added = {name: n - driver_niceness for name, n in seen.items()}
-    assert added == {"collector-0": 1, "evaluator-0": 1}
+    assert added == {"collector-0": 3, "evaluator-0": 1}
+
+
+def test_by_default_a_collector_gives_way_to_the_evaluator_and_the_learner():
+    ap = tiny_config("unused").policy.async_pipeline
+    assert (ap.worker_niceness, ap.collector_niceness) == (0, 19)
+    assert process_module._own_niceness("collector", ap.model_dump()) == 19
+    assert process_module._own_niceness("evaluator", ap.model_dump()) == 0
 
 
 async def test_the_learner_takes_the_cores_of_workers_without_a_request(tmp_path, monkeypatch):

@@ -155,9 +155,9 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
 
     Dies with the driver (parent_watch.py: even inside an env step that never returns), ignores
     SIGINT (the driver coordinates shutdown: a Ctrl-C reaches the whole process group; it was
-    blocked from the spawn on, see `sigint_blocked`), lowers
-    its priority by ``async_pipeline.worker_niceness``, caps torch threads, then runs
-    :func:`serve`.
+    blocked from the spawn on, see `sigint_blocked`), lowers its priority by
+    ``async_pipeline.worker_niceness`` (a collector by ``collector_niceness`` more; the kernel
+    caps a niceness at 19), caps torch threads, then runs :func:`serve`.
 
     Args:
         conn: The worker's end of ``multiprocessing.Pipe(duplex=True)``.
@@ -170,9 +170,16 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # blocked since the spawn (`sigint_blocked`)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one is dropped
-    os.nice(spec.config["policy"]["async_pipeline"]["worker_niceness"])
+    pipeline = spec.config["policy"]["async_pipeline"]
+    os.nice(pipeline["worker_niceness"] + _own_niceness(spec.role, pipeline))
     limit_torch_threads(spec.num_threads, logging.getLogger(f"zeropipe.{spec.role}"))
     _exit_now(0 if serve(WorkerEndpoint(conn), spec) else 1)
+
+
+def _own_niceness(role: str, pipeline: dict) -> int:
+    """What a worker of `role` adds to ``worker_niceness``: a collector gives way to the
+    evaluator and the learner (``collector_niceness``), an evaluator adds nothing."""
+    return pipeline["collector_niceness"] if role == "collector" else 0
 
 
 def _exit_now(code: int) -> None:
