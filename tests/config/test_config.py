@@ -101,6 +101,7 @@ ADDED_SINCE_V0_1 = {
         "eval_grid",
         "bootstrap_values",
         "priority_td",
+        "optimizer_groups",
     },
     "async_pipeline": {
         "collect_freshness",

@@ -29,7 +29,8 @@ def test_a_gumbel_run_written_before_the_root_options_resumes_with_the_old_choic
     assert cfg.policy.actor_inference == "eager"  # 0.1.0 ran the search's step module by module
     # one weights version per collect: 0.1.0 had no other rule
     assert cfg.policy.async_pipeline.collect_freshness == "reference"
-    assert sum("written before the option existed" in n for n in notes) == 7
+    assert cfg.policy.optimizer_groups == "one"  # AdamW's one parameter group
+    assert sum("written before the option existed" in n for n in notes) == 8
 
 
 def test_a_stochastic_run_written_before_the_weighting_and_residual_options_keeps_them(tmp_path):

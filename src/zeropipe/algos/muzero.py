@@ -5,7 +5,7 @@ Runs in: any (network building and acting state in every process; the loss in th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
@@ -26,6 +26,8 @@ class MuZeroFamilyConfig(PolicyConfig):
     """The options of every MuZero-family type: the unroll loss's term weights and step weighting,
     the SSL consistency term with its projection, and whether states past a true terminal are
     trained."""
+
+    REFERENCE_ADAMW: ClassVar[str | None] = "by_module"  # docs/parity.md S14
 
     model: ProjectionModelConfig = Field(
         default_factory=ProjectionModelConfig, description="Network settings."

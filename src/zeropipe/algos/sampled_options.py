@@ -6,7 +6,7 @@ Runs in: any.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -47,6 +47,8 @@ class SampledConfig(Section):
 
 class SampledOptions(Section):
     """A mixin of a sampled type's section, before its family's section in the bases."""
+
+    REFERENCE_ADAMW: ClassVar[str | None] = "by_dimension"  # docs/parity.md S14
 
     sampled: SampledConfig = Field(
         default_factory=SampledConfig, description="Sampled search settings."

@@ -43,7 +43,7 @@ chance terms and the SSL term stay on real transitions.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -115,6 +115,8 @@ class StochasticModelConfig(ProjectionModelConfig):
 
 class StochasticMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: stochastic_muzero`."""
+
+    REFERENCE_ADAMW: ClassVar[str | None] = None  # the reference offers SGD and Adam only
 
     type: Literal["stochastic_muzero"] = Field(
         "stochastic_muzero", description="Policy type; see docs/policies/stochastic_muzero.md."

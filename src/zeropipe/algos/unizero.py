@@ -9,7 +9,7 @@ never a batch mean times the mean weight (the reference's fix: `apply_per_sample
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 class UniZeroFamilyConfig(PolicyConfig):
     """The options of the UniZero types: the world model (with its loss weights) and the
     acting side's KV-cache clock."""
+
+    REFERENCE_ADAMW: ClassVar[str | None] = "by_dimension"  # docs/parity.md S14
 
     model: UniZeroModelConfig = Field(
         default_factory=UniZeroModelConfig, description="Network settings."

@@ -11,7 +11,7 @@ imported, which the first look-up does (see `policy_config_class`).
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails
@@ -55,6 +55,10 @@ class PolicyConfig(Section):
     The fields every policy type reads; a type's own options live in its subclass (`algos/`).
     Validating this base class with a mapping validates the subclass registered for its `type`.
     """
+
+    # the reference's AdamW grouping rule for the type (learner/param_groups.py), None: it has
+    # no AdamW; read where `optimizer_groups` is 'reference'
+    REFERENCE_ADAMW: ClassVar[str | None] = None
 
     type: str = Field(
         DEFAULT_POLICY_TYPE, description="Policy type, one of the ten in docs/policies/index.md."
@@ -206,6 +210,16 @@ class PolicyConfig(Section):
     )
     # learner
     optim_type: Literal["SGD", "Adam", "AdamW"] = Field("Adam", description="Optimizer.")
+    optimizer_groups: Literal["one", "reference"] = Field(
+        "one",
+        description="AdamW's parameter groups. 'one': every parameter decayed by weight_decay, "
+        "torch's betas (0.9, 0.999). 'reference': the reference's groups for the type (docs: "
+        "parity S14): biases and norm and embedding weights not decayed (the MuZero family, "
+        "betas 0.9/0.999), or every parameter of fewer than 2 dimensions not decayed (the "
+        "sampled and UniZero types, nanoGPT's rule, betas 0.9/0.95); stochastic_muzero, whose "
+        "reference has no AdamW, keeps one group. SGD and Adam: one group either way. The "
+        "default stays 'one' until the shipped AdamW configs are measured under 'reference'.",
+    )
     learning_rate: float = Field(3e-3, gt=0.0, description="Initial learning rate.")
     weight_decay: float = Field(1e-4, ge=0.0, description="Weight decay.")
     momentum: float = Field(0.9, ge=0.0, description="SGD momentum.")

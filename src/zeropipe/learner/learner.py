@@ -23,6 +23,7 @@ from zeropipe.algos.targets import PolicyWriteback, TargetComputer
 from zeropipe.buffer import ReplayBatch
 from zeropipe.config import PolicyConfig
 from zeropipe.learner.mode_check import ModeCheck
+from zeropipe.learner.param_groups import reference_groups
 from zeropipe.learner.precision import resolve_autocast
 from zeropipe.models import Network
 from zeropipe.models.non_finite import NonFiniteError
@@ -37,14 +38,21 @@ class StepResult:
     writeback: PolicyWriteback | None  # reanalysed policy targets for the buffer
 
 
-def build_optimizer(params, cfg: PolicyConfig) -> torch.optim.Optimizer:
-    """SGD / Adam / AdamW from the policy config."""
+def build_optimizer(network: torch.nn.Module, cfg: PolicyConfig) -> torch.optim.Optimizer:
+    """SGD / Adam / AdamW from the policy config; AdamW in the reference's parameter groups
+    where `optimizer_groups` is 'reference' and the type has a rule (learner/param_groups.py)."""
+    params = network.parameters()
     if cfg.optim_type == "SGD":
         return torch.optim.SGD(
             params, lr=cfg.learning_rate, momentum=cfg.momentum, weight_decay=cfg.weight_decay
         )
     if cfg.optim_type == "Adam":
         return torch.optim.Adam(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    rule = type(cfg).REFERENCE_ADAMW
+    if cfg.optimizer_groups == "reference" and rule is not None:
+        return torch.optim.AdamW(
+            lr=cfg.learning_rate, **reference_groups(network, rule, cfg.weight_decay)
+        )
     return torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
 
 
@@ -75,7 +83,7 @@ class Learner:
         self.network = network.to(self.device)
         self.target_network = copy.deepcopy(self.network).eval()
         self.target_network.requires_grad_(False)
-        self.optimizer = build_optimizer(self.network.parameters(), cfg)
+        self.optimizer = build_optimizer(self.network, cfg)
         self.frame_ndim = frame_ndim
         self.algorithm = algorithm(cfg.type)
         self.needs_obs_seq = self.algorithm.family.needs_obs_seq(cfg)
