@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +35,13 @@ def train(pipeline: str, cfg):
     return asyncio.run(train_async(cfg, show_progress=False))
 
 
-class DiskFull:
-    """torch.save that fails like a full disk: every ckpt_latest after the first, the first best."""
+class FailingSaves:
+    """torch.save that fails the second and later ckpt_latest saves (after writing half a file)
+    and the first ckpt_best save with `error` (an errno)."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: int = errno.EIO) -> None:
         self.real = torch.save
+        self.error = error
         self.latest_ok = 0
         self.latest_failed = 0
         self.best_failed = 0
@@ -49,23 +52,27 @@ class DiskFull:
             if self.latest_ok >= 1:
                 self.latest_failed += 1
                 f.write(b"half a checkpoint")
-                raise OSError(errno.ENOSPC, "No space left on device")
+                raise OSError(self.error, os.strerror(self.error))
             self.latest_ok += 1
-        if ".ckpt_best.pth.tar" in name and self.best_failed == 0:
+        if ".ckpt_best.pth.tar" in name and self.best_failed == 0 and self.error == errno.EIO:
             self.best_failed += 1
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise OSError(self.error, os.strerror(self.error))
         self.real(obj, f)
 
 
 @pytest.mark.parametrize("pipeline", ["sync", "async"])
-def test_disk_full_during_periodic_saves(tmp_path, monkeypatch, caplog, pipeline):
+def test_failing_periodic_saves_are_retried_while_training_goes_on(
+    tmp_path, monkeypatch, caplog, pipeline
+):
+    """An I/O error (not a full disk) fails a save: said once per streak, retried, the run goes
+    on; the previous good file stays."""
     cfg = tiny_config(tmp_path / "run", eval_freq=8)
     cfg.max_env_step = 128
     cfg.checkpoint.latest_interval_train_iter = 4
-    disk = DiskFull()
+    disk = FailingSaves()
     monkeypatch.setattr(run_dir_module.torch, "save", disk)
     caplog.set_level(logging.WARNING, logger="zeropipe.driver")
-    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*no space left on device"):
+    with pytest.raises(CheckpointError, match=r"ckpt_latest\.pth\.tar.*[Ii]nput/output error"):
         train(pipeline, cfg)  # the final save fails too: an error exit, after the stop line
     log = events(tmp_path / "run")
     assert log[-1]["event"] == "stop" and log[-1]["reason"] == "max_env_step"
@@ -82,6 +89,28 @@ def test_disk_full_during_periodic_saves(tmp_path, monkeypatch, caplog, pipeline
     assert best["reward_mean"] == max(e["reward_mean"] for e in log if e["event"] == "eval")
     ckpt_files = [p.name for p in (tmp_path / "run" / "ckpt").iterdir()]
     assert not [n for n in ckpt_files if ".tmp" in n], ckpt_files
+
+
+@pytest.mark.parametrize("pipeline", ["sync", "async"])
+def test_a_full_disk_under_a_checkpoint_stops_the_run(tmp_path, monkeypatch, pipeline):
+    """Nothing more could be saved: the run stops at its next check as on a full disk under its
+    logs (it used to train on, every step of it lost), the last good checkpoint intact."""
+    cfg = tiny_config(tmp_path / "run", eval_freq=8)
+    cfg.max_env_step = 400
+    cfg.checkpoint.latest_interval_train_iter = 4
+    disk = FailingSaves(errno.ENOSPC)
+    monkeypatch.setattr(run_dir_module.torch, "save", disk)
+    with pytest.raises(CheckpointError, match=r"disk full \(no space left on device\)"):
+        train(pipeline, cfg)  # the final save finds the disk full too
+    log = events(tmp_path / "run")
+    assert log[-1]["event"] == "stop" and log[-1]["reason"] == "disk_full"
+    assert log[-1]["envstep"] < cfg.max_env_step
+    assert disk.latest_failed == 2  # the periodic one that found the disk full, and the final
+    errors = [e["kind"] for e in log if e["event"] == "checkpoint_error"]
+    assert errors == ["latest", "final"]
+    (saved,) = [e for e in log if e["event"] == "checkpoint"]
+    path, payload = load_latest(cfg.exp_name)
+    assert path.name == LATEST and payload["learner"]["train_iter"] == saved["train_iter"]
 
 
 def equal(a, b, where: str = "") -> None:

@@ -18,6 +18,11 @@ class CheckpointError(Exception):
     """A checkpoint could not be written or read; the message names the file."""
 
 
+class CheckpointDiskFull(CheckpointError):
+    """A checkpoint could not be written because its disk is full: the run stops on it (as on a
+    full disk under the logs), rather than train on with nothing saved."""
+
+
 class RunDirExists(ConfigError):
     """A new run was pointed at a directory that already holds a run (see RunDir)."""
 

@@ -42,7 +42,12 @@ import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
 from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
-from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused, RunDirExists
+from zeropipe.pipeline.errors import (
+    CheckpointDiskFull,
+    CheckpointError,
+    CheckpointRefused,
+    RunDirExists,
+)
 from zeropipe.pipeline.metrics_log import MetricsLog
 from zeropipe.pipeline.run_lock import LOCK_NAME, RunLock, check_unlocked
 from zeropipe.pipeline.scalar_sinks import check_sinks, open_sinks
@@ -226,13 +231,15 @@ def write_durably(path: Path, write: Callable[[BinaryIO], Any]) -> None:
         if interrupt is not None and interrupt is not exc:
             raise interrupt from None
         if cause is not None:
-            raise CheckpointError(f"could not write {path}: {cause}") from exc
+            error = CheckpointDiskFull if cause.startswith(DISK_FULL) else CheckpointError
+            raise error(f"could not write {path}: {cause}") from exc
         raise
 
 
 # Below this many free bytes a failed write is put down to a full disk: torch.save reports one
 # as "unexpected pos N vs M" (its zip writer's view of a short write), which names no cause.
 FULL_DISK_BYTES = 1 << 20
+DISK_FULL = "disk full (no space left on device)"
 
 
 def _cause(exc: BaseException, path: Path) -> str:
@@ -245,7 +252,7 @@ def _cause(exc: BaseException, path: Path) -> str:
         free = shutil.disk_usage(path.parent).free
     if full or (free is not None and free < FULL_DISK_BYTES):
         left = "" if free is None else f"{free} bytes free in {path.parent}; "
-        return f"disk full (no space left on device): {left}free space, then resume"
+        return f"{DISK_FULL}: {left}free space, then resume"
     return " ".join(str(exc).split())
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.errors import CheckpointError, DiskFull
+from zeropipe.pipeline.errors import CheckpointDiskFull, CheckpointError, DiskFull
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.text_log import SHOWN_QUIET
@@ -82,6 +82,7 @@ class RunState:
         self._latest_at = (time.monotonic(), 0)  # (when, train_iter) of the last latest attempt
         self._pending_best: dict[str, Any] | None = None  # a best whose save failed, to retry
         self._failing: set[str] = set()  # checkpoint kinds in a failure streak (logged once)
+        self._disk_full: DiskFull | None = None  # a checkpoint found its disk full: stop
 
     @property
     def train_iter(self) -> int:
@@ -129,9 +130,12 @@ class RunState:
         """Set `stop_reason` from the env-step and train-iter limits.
 
         Raises:
-            DiskFull: a log file found no space left (the run stops on it: `fail`).
+            DiskFull: a log file or a checkpoint found no space left (the run stops on it:
+                `fail`).
         """
         self.run.check_writes()
+        if self._disk_full is not None:
+            raise self._disk_full
         if self.stop_reason:
             return
         if self.train_iter >= self.cfg.max_train_iter:
@@ -255,9 +259,14 @@ class RunState:
             with self.phases.timing("driver"):
                 path = self.run.save(name, payload)
         except CheckpointError as exc:
-            if kind not in self._failing:
-                self._failing.add(kind)
+            full = isinstance(exc, CheckpointDiskFull)  # nothing more can be saved: stop
+            if full:
+                self._disk_full = DiskFull(f"{kind} checkpoint: {exc}")
+                log.warning("%s checkpoint failed, the run stops: %s", kind, exc)
+            elif kind not in self._failing:
                 log.warning("%s checkpoint failed (training goes on; retried later): %s", kind, exc)
+            if full or kind not in self._failing:
+                self._failing.add(kind)
                 self.run.metrics.log(
                     "checkpoint_error", self.envstep, self.train_iter, kind=kind, error=str(exc)
                 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -106,6 +107,7 @@ class TensorBoardSink:
 
         # A queue that a few lines' scalars never fill: its writer thread is checked before each
         # line (see add_scalars), and a put into a full queue of a dead thread would block.
+        _writer_failures_said_once()
         self._writer = SummaryWriter(str(log_dir), flush_secs=10, max_queue=QUEUE_EVENTS)
         self._stopped = False  # the writer thread died (a write failed); nothing more is sent
         if cfg is not None:
@@ -135,10 +137,14 @@ class TensorBoardSink:
         disk) and never takes from its queue again, so the run's next puts would fill the queue
         and block it forever: the sink stops instead, said once; metrics.jsonl keeps every
         record (and fails loudly itself if it cannot write)."""
-        worker = getattr(self._writer.file_writer.event_writer, "_worker", None)
+        event_writer = self._writer.file_writer.event_writer
+        worker = getattr(event_writer, "_worker", None)
         if worker is None or worker.is_alive():
             return True
         self._stopped = True
+        # tensorboardX closes its writers at exit, which flushes to the failed file again and
+        # prints a traceback after the run's last line; marked closed, that close does nothing
+        event_writer._closed = True
         log.warning(
             "TensorBoard event file in %s stopped: its writer failed (a full disk?); the curves "
             "from here on are in metrics.jsonl only",
@@ -150,6 +156,26 @@ class TensorBoardSink:
         if self._stopped or not self._writing():
             return  # closing would flush to the failed file and wait for the dead thread
         self._writer.close()
+
+
+def _writer_failures_said_once() -> None:
+    """Once per process: tensorboardX's writer thread dying on an OSError (a full disk) is not
+    printed as a traceback; the sink notices the dead thread and says it in one line
+    (`TensorBoardSink._writing`). Any other thread's exception goes to the hook that was there."""
+    if getattr(threading.excepthook, "zeropipe_tensorboard", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if isinstance(args.exc_value, OSError) and type(args.thread).__module__.startswith(
+            "tensorboardX"
+        ):
+            log.debug("TensorBoard's writer thread stopped: %s", args.exc_value)
+            return
+        previous(args)
+
+    hook.zeropipe_tensorboard = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 class WandbSink:
