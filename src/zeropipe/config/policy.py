@@ -217,8 +217,9 @@ class PolicyConfig(Section):
         "parity S14): biases and norm and embedding weights not decayed (the MuZero family, "
         "betas 0.9/0.999), or every parameter of fewer than 2 dimensions not decayed (the "
         "sampled and UniZero types, nanoGPT's rule, betas 0.9/0.95); stochastic_muzero, whose "
-        "reference has no AdamW, keeps one group. SGD and Adam: one group either way. The "
-        "default stays 'one' until the shipped AdamW configs are measured under 'reference'.",
+        "reference has no AdamW, keeps one group. SGD and Adam: one group either way. Default "
+        "'one' until a type's AdamW configs are measured under 'reference' (unizero's are: its "
+        "section defaults to 'reference').",
     )
     learning_rate: float = Field(3e-3, gt=0.0, description="Initial learning rate.")
     weight_decay: float = Field(1e-4, ge=0.0, description="Weight decay.")

@@ -230,8 +230,8 @@ OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
     # the search's step module by module, before the traced and frozen steps (same arithmetic
     # as traced; frozen folds batch norms, which rounds differently)
     (None, "policy.actor_inference", "eager"),
-    # AdamW's one parameter group, before the reference's groups were an option (the default
-    # still; kept here so that a later default does not change an older run's optimiser)
+    # AdamW's one parameter group, before the reference's groups were an option: an older run
+    # resumes with the optimiser it started with, whatever its type's default is now
     (None, "policy.optimizer_groups", "one"),
     # one weights version per collect, the reference's rule, before 'refresh' became the default
     (None, "policy.async_pipeline.collect_freshness", "reference"),
