@@ -4,6 +4,7 @@ a checkpoint's weights. Through the real CLI."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -82,6 +83,26 @@ def test_a_resume_that_would_change_the_run_is_refused_and_writes_nothing(
     key = override.split("=")[0]
     assert again.stderr.count("\n") == 1 and f"--set {key}: it would change the run" in again.stderr
     assert files_of(stopped_run) == before
+
+
+def test_a_typo_on_resume_is_named_as_an_unknown_key(stopped_run: Path):
+    before = files_of(stopped_run)
+    again = run_cli("train", "run", "--resume", "--set", "nosuchkey=1", cwd=stopped_run.parent)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert "--set nosuchkey=1: unknown key 'nosuchkey' in the top level" in again.stderr
+    assert files_of(stopped_run) == before
+
+
+def test_a_resumed_runs_progress_line_counts_the_best_eval_of_the_whole_run(stopped_run: Path):
+    first_best = max(e["reward_mean"] for e in metrics(stopped_run) if e["event"] == "eval")
+    again = run_cli(
+        "train", "run", "--resume", "--set", "max_env_step=320", cwd=stopped_run.parent
+    )  # not --quiet: the progress line is drawn
+    assert again.returncode == 0, again.stderr
+    bests = [float(m) for m in re.findall(r"\(best (-?[\d.]+)\)", again.stderr)]
+    assert bests and min(bests) >= round(first_best, 1)
+    run_best = max(e["reward_mean"] for e in metrics(stopped_run) if e["event"] == "eval")
+    assert bests[-1] == round(run_best, 1)
 
 
 def test_init_from_starts_a_new_run_from_the_weights(stopped_run: Path):

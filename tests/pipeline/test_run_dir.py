@@ -254,6 +254,18 @@ def test_resume_without_any_checkpoint_is_a_config_error(tmp_path):
         load_latest(str(tmp_path / "run"))
 
 
+def test_resume_before_the_first_resumable_checkpoint_points_at_the_newest_weights(tmp_path):
+    ckpt = tmp_path / "run" / "ckpt"
+    ckpt.mkdir(parents=True)
+    for name in ("iteration_900.pth.tar", "iteration_1000.pth.tar", "ckpt_best.pth.tar"):
+        (ckpt / name).write_bytes(b"weights")
+    with pytest.raises(ConfigError) as refused:
+        load_latest(str(tmp_path / "run"))
+    said = str(refused.value)
+    assert "no checkpoint at" in said  # 1000 is the newest, though 900 sorts after it as text
+    assert f"--init-from {ckpt / 'iteration_1000.pth.tar'}" in said
+
+
 # A live run's RunDir in another process, held until its stdin closes or it is killed.
 RUN_DIR_HOLDER = """
 import sys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing as mp
 import os
 import pickle
@@ -37,6 +38,7 @@ from zeropipe.transport import (
     WorkerEndpoint,
     WorkerError,
 )
+from zeropipe.workers import request_server
 from zeropipe.workers.collector import Collector
 from zeropipe.workers.process import (
     WorkerSpec,
@@ -46,6 +48,7 @@ from zeropipe.workers.process import (
     worker_environment,
     worker_main,
 )
+from zeropipe.workers.request_server import RequestServer
 from zeropipe.workers.wire import segments_from_wire
 
 SPAWN = mp.get_context("spawn")
@@ -156,6 +159,20 @@ def served(spec: WorkerSpec) -> Iterator[tuple[WorkerEndpoint, list[bool]]]:
         driver.close()
         thread.join(30)
         assert not thread.is_alive()
+
+
+@pytest.mark.timeout(60)
+def test_an_evaluator_sets_numba_up_before_its_first_request_and_a_collector_does_not(
+    cfg: ExperimentConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepared: list[str] = []
+    monkeypatch.setattr(
+        request_server, "prepare_compiled_search", lambda: prepared.append("numba set up")
+    )
+    for role in ("collector", "evaluator"):
+        server = RequestServer(WorkerSpec.from_config(cfg, role, 0), dict, logging.getLogger())
+        server.close()
+        assert prepared == ([] if role == "collector" else ["numba set up"])
 
 
 @pytest.mark.timeout(60)

@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--quiet",
         action="store_true",
-        help="no progress line or info logs on the console (log/train.log still has them)",
+        help="no progress line or info logs on the console, but for the line saying where a "
+        "resumed run continues from (log/train.log still has them all)",
     )
     train.add_argument(
         "--wandb",

@@ -101,6 +101,16 @@ def policy_type(raw: dict[str, Any]) -> str:
     return str(policy.get("type", DEFAULT_POLICY_TYPE))
 
 
+def check_known_key(item: str, raw: dict[str, Any]) -> None:
+    """Refuse a `--set KEY=VALUE` whose key names no field of the config `raw` (its policy
+    type's section for `policy.*`), with the message a new run gives.
+
+    Raises:
+        ConfigError: not KEY=VALUE, or an unknown key.
+    """
+    _check_path(parse_override(item), policy_type(raw))
+
+
 def _check_path(override: Override, type_name: str) -> None:
     """Refuse a key that names no field (the `policy` section is the one of `type_name`)."""
     parts = list(override.parts)

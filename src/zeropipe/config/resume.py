@@ -25,6 +25,7 @@ from zeropipe.config.loader import (
     load_config,
     read_yaml,
 )
+from zeropipe.config.overrides import check_known_key
 
 log = logging.getLogger("zeropipe.config")
 
@@ -131,6 +132,7 @@ def load_resume_config(
         key = item.partition("=")[0].strip()
         if key == "exp_name":
             continue
+        check_known_key(item, raw)  # a typo is named as one, not as a change of the run
         if not (resumable(key) or _collect_rule(key)):  # a rule: refused below if it changes
             raise ConfigError(
                 f"--set {key}: it would change the run, so --resume refuses it (a resume may "

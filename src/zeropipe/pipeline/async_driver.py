@@ -121,7 +121,9 @@ async def _drive(
 ) -> RunSummary:
     """Start the workers, run the loop, and on any exit: final checkpoint, shutdown, stop line."""
     ap = cfg.policy.async_pipeline
-    progress = ProgressLine(cfg.max_env_step) if show_progress else None
+    progress: ProgressLine | None = None
+    if show_progress:
+        progress = ProgressLine(cfg.max_env_step, best_eval=state.best_reward)
     layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
     inbox: asyncio.Queue = asyncio.Queue()
     pool, publisher = open_backend(cfg, layout, inbox, early)

@@ -33,6 +33,7 @@ class ProgressLine:
         stream: where to write (stderr by default).
         interval_s: minimum time between non-terminal updates.
         enabled: draw at all (`--quiet`: no).
+        best_eval: the best eval so far (a resumed run's, from its checkpoint).
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class ProgressLine:
         stream: TextIO | None = None,
         interval_s: float = 10.0,
         enabled: bool = True,
+        best_eval: float | None = None,
     ):
         self.enabled = enabled
         self.max_env_step = max_env_step
@@ -50,7 +52,7 @@ class ProgressLine:
         self.start = time.monotonic()
         self._last_draw = -1e9
         self.last_eval: float | None = None
-        self.best_eval: float | None = None
+        self.best_eval = best_eval  # a resumed run's best so far, as its stop line counts it
         self.eval_status: str | None = None  # "eval 2/3 episodes, 350 steps" during an eval
         # (time, envstep, train_iter) over the rate window
         self._iters: deque[tuple[float, int, int]] = deque()

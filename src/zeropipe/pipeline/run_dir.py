@@ -297,6 +297,26 @@ def _keep_previous(path: Path, prev: Path) -> None:
         raise CheckpointError(f"could not keep {path} as {prev}: {exc}") from exc
 
 
+def _weights_only_hint(ckpt_dir: Path) -> str:
+    """What is left where a run stopped before its first resumable checkpoint (the first comes
+    `checkpoint.latest_interval_s` into a run): weights only, a new run's starting point."""
+    numbered = [(_iteration_of(p), p) for p in ckpt_dir.glob("iteration_*.pth.tar")]
+    saved = [p for n, p in sorted(numbered) if n >= 0]
+    if not saved:
+        return ""
+    return (
+        f"; {saved[-1]} holds the newest weights but not the replay buffer: start a new run "
+        f"from them with --init-from {saved[-1]} (checkpoint.latest_interval_s sets how often a "
+        "resumable checkpoint is written)"
+    )
+
+
+def _iteration_of(path: Path) -> int:
+    """N of `iteration_N.pth.tar` (-1: not such a name)."""
+    number = path.name.removeprefix("iteration_").removesuffix(".pth.tar")
+    return int(number) if number.isdigit() else -1
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -319,7 +339,10 @@ def load_latest(exp_name: str) -> tuple[Path, dict[str, Any]]:
     ckpt_dir = Path(exp_name) / "ckpt"
     candidates = [p for p in (ckpt_dir / LATEST, ckpt_dir / LATEST_PREV) if p.is_file()]
     if not candidates:
-        raise ConfigError(f"--resume: no checkpoint at {ckpt_dir / LATEST} (exp_name {exp_name!r})")
+        raise ConfigError(
+            f"--resume: no checkpoint at {ckpt_dir / LATEST} (exp_name {exp_name!r})"
+            + _weights_only_hint(ckpt_dir)
+        )
     problems = []
     for path in candidates:
         try:

@@ -54,7 +54,7 @@ def train_sync(
         init_weights=init_weights,
     )
     _continue_collector(state, collector)
-    progress = ProgressLine(cfg.max_env_step, enabled=show_progress)
+    progress = ProgressLine(cfg.max_env_step, enabled=show_progress, best_eval=state.best_reward)
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from zeropipe.mcts.compiled import prepare_compiled_search
 from zeropipe.transport import (
     CollectorState,
     CollectorStateRequest,
@@ -110,6 +111,11 @@ class RequestServer:
         self.logger = logger
         self.loaded_version: int | None = None
         self.actor: Collector | Evaluator = build_actor(spec)
+        if spec.role == "evaluator":
+            # off its first eval, which may be the one that ends the run (mcts/compiled.py). Not
+            # a collector's: started with the driver (early_workers.py), its set-up slowed the
+            # driver's own, and its first collect came no sooner (measured: sampled_muzero)
+            prepare_compiled_search()
 
     def answer(
         self, request: CollectRequest | EvalRequest | CollectorStateRequest
