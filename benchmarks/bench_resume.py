@@ -4,7 +4,9 @@ For each seed and pipeline: one run to `--to` env steps, and one stopped at `--s
 resumed (`zeropipe train RUN --resume --set max_env_step=TO`). Sync runs are deterministic per
 seed, so their scheduled evals must be identical (`same`); async runs are not, so the table gives
 both curves' evals side by side and their means after the stop, and `--plot` draws them.
-The stop value is lifted (`env.stop_value=1e5`) so that both runs go the whole way.
+The stop value is lifted (`env.stop_value=1e5`) so that both runs go the whole way. Each row also
+gives the learner steps each run ended with and one collect's train budget: an async resume that
+drops a collector's unfinished segments trains less by up to about a budget.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 ZEROPIPE = [sys.executable, "-m", "zeropipe", "train"]
 
@@ -45,17 +49,39 @@ def pair(config: str, seed: int, pipeline: str, stop: int, to: int, out: Path) -
     return whole, parts
 
 
+def _events(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+
+
+def learner_steps(run: Path) -> int:
+    """The run's learner steps at its end (its last `stop` line)."""
+    return max(e["train_iter"] for e in _events(run) if e["event"] == "stop")
+
+
+def one_budget(run: Path) -> int:
+    """The learner steps of the largest collect's train budget: `update_per_collect`, else the
+    collect's env steps × `replay_ratio` (schedule.train_budget)."""
+    policy = yaml.safe_load((run / "config.yaml").read_text())["policy"]
+    if policy.get("update_per_collect") is not None:
+        return int(policy["update_per_collect"])
+    deltas = [e["envstep_delta"] for e in _events(run) if e["event"] == "collect"]
+    return int(max(deltas, default=0) * float(policy["replay_ratio"]))
+
+
 def row(seed: int, pipeline: str, whole: Path, parts: Path, stop: int) -> str:
-    """One table row: identical or not, and the mean eval after the stop of each run."""
+    """One table row: identical or not, the mean eval after the stop of each run, and the
+    learner steps each ended with against one collect's budget."""
     w, p = scheduled_evals(whole), scheduled_evals(parts)
     after_w = [r for s, r in w if s > stop]
     after_p = [r for s, r in p if s > stop]
     mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
     same = "same" if w == p else "differ"
+    steps_w, steps_p = learner_steps(whole), learner_steps(parts)
     return (
         f"| {pipeline} | {seed} | {same} | {len(w)} / {len(p)} | {mean(after_w):.1f} | "
         f"{mean(after_p):.1f} | {w[-1][1] if w else float('nan'):.1f} | "
-        f"{p[-1][1] if p else float('nan'):.1f} |"
+        f"{p[-1][1] if p else float('nan'):.1f} | {steps_w} / {steps_p} | "
+        f"{steps_p - steps_w:+d} | {one_budget(whole)} |"
     )
 
 
@@ -72,8 +98,9 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     print(f"config {args.config}, stop at {args.stop}, resume to {args.to} env steps")
     print("| pipeline | seed | evals | count (whole / resumed) | mean after stop, whole | "
-          "resumed | last eval, whole | resumed |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "resumed | last eval, whole | resumed | learner steps (whole / resumed) | "
+          "resumed - whole | one budget |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     runs = []
     for pipeline in args.pipelines:
         for seed in args.seeds:
