@@ -39,12 +39,13 @@ def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     assert out.endswith("\n\n" + render.README_END + "\nrest\n")
     assert "stale" not in out and "commit" not in out  # the README names no commit
     # each config's current row, as the wall-clock page tables it, with its goal and where and
-    # when it was measured: muzero's from the three-types file, muzero_context's from the
-    # two-types file, gumbel_muzero's from its own
+    # when it was measured: muzero's from its sixteen-seed file, muzero_context's from the
+    # two-types file, gumbel_muzero's from the three types' sixteen-seed file
     amd = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 8/8, 8/8 "
-    assert f"| cartpole_muzero {amd}| 19.4 | 18.1 | 0.93 [0.34, 1.65] |" in out
+    amd16 = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 16/16, 16/16 "
+    assert f"| cartpole_muzero {amd16}| 19.1 | 12.9 | 0.68 [0.48, 0.97] |" in out
     assert f"| cartpole_muzero_context {amd}| 15.1 | 11.5 | 0.76 [0.13, 1.28] |" in out
-    assert f"| cartpole_gumbel_muzero {amd}| 27.2 | 29.1 | 1.07 [0.54, 2.66] |" in out
+    assert f"| cartpole_gumbel_muzero {amd16}| 26.4 | 22.2 | 0.84 [0.47, 1.50] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
@@ -104,12 +105,12 @@ def test_a_pong_window_file_is_tabled_with_its_rates_ratio_and_phases():
 
 def test_a_config_current_in_two_files_is_an_error(tmp_path, monkeypatch):
     row = json.loads(
-        (render.RESULTS / "learning_cartpole_gumbel_muzero_2026-12-07.json").read_text()
+        (render.RESULTS / "learning_cartpole_three_types_16_seeds_2026-12-07.json").read_text()
     )
     for name in ("a", "b"):
         (tmp_path / f"{name}.json").write_text(json.dumps(row))
     monkeypatch.setattr(render, "RESULTS", tmp_path)
-    with pytest.raises(ValueError, match="cartpole_gumbel_muzero is current in a and b"):
+    with pytest.raises(ValueError, match="cartpole_sampled_muzero is current in a and b"):
         render.current_rows()
 
 
