@@ -105,6 +105,16 @@ def test_a_resumed_runs_progress_line_counts_the_best_eval_of_the_whole_run(stop
     assert bests[-1] == round(run_best, 1)
 
 
+def test_a_run_without_its_latest_checkpoint_is_told_so_not_that_it_has_ended(
+    stopped_run: Path,
+):
+    for latest in (stopped_run / "ckpt").glob("ckpt_latest*"):
+        latest.unlink()  # a run SIGKILLed before its first one: its log has no say then
+    again = run_cli("train", "run", "--resume", cwd=stopped_run.parent)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1, again.stderr
+    assert "--resume: no checkpoint at run/ckpt/ckpt_latest.pth.tar" in again.stderr
+
+
 def test_init_from_starts_a_new_run_from_the_weights(stopped_run: Path):
     tmp = stopped_run.parent
     ckpt = stopped_run / "ckpt" / "ckpt_latest.pth.tar"

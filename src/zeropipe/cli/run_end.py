@@ -48,7 +48,8 @@ def run_end(cfg: ExperimentConfig) -> RunEnd | None:
 
     Returns:
         None where the rules leave the run something to do, or where its log holds no
-        checkpoint record (the resume itself then says what is missing).
+        checkpoint record or no `ckpt_latest` is left (the resume itself then says what is
+        missing).
 
     Raises:
         RunDirLocked: a live process holds the run (its log is not final: that is said first).
@@ -58,7 +59,7 @@ def run_end(cfg: ExperimentConfig) -> RunEnd | None:
     check_unlocked(Path(cfg.exp_name))
     records = _records(cfg)
     saved = [i for i, r in enumerate(records) if r.get("event") == "checkpoint"]
-    if not saved:
+    if not saved or not (Path(cfg.exp_name) / LATEST).is_file():
         return None
     last = records[saved[-1]]
     envstep, train_iter = int(last["envstep"]), int(last["train_iter"])
