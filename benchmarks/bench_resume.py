@@ -28,12 +28,15 @@ def _train(*args: str) -> None:
         raise SystemExit(f"zeropipe train {' '.join(args)} failed:\n{done.stderr[-2000:]}")
 
 
+def _events(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
+
+
 def scheduled_evals(run: Path) -> list[tuple[int, float]]:
     """(envstep, reward_mean) of the evals the schedule ran (a stop's final eval left out)."""
-    lines = [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
     return [
         (e["envstep"], e["reward_mean"])
-        for e in lines
+        for e in _events(run)
         if e["event"] == "eval" and not e.get("final")
     ]
 
@@ -47,10 +50,6 @@ def pair(config: str, seed: int, pipeline: str, stop: int, to: int, out: Path) -
     _train(config, *base, "--set", f"exp_name={parts}", "--set", f"max_env_step={stop}")
     _train(str(parts), "--resume", *flag, "--set", f"max_env_step={to}")
     return whole, parts
-
-
-def _events(run: Path) -> list[dict]:
-    return [json.loads(x) for x in (run / "log" / "metrics.jsonl").read_text().splitlines()]
 
 
 def learner_steps(run: Path) -> int:
