@@ -66,7 +66,8 @@ bench-gpu:
 	TORCH_SPEC="$(TORCH_SPEC)" $(if $(TORCH_INDEX),TORCH_INDEX="$(TORCH_INDEX)" )benchmarks/gpu_pong.sh
 
 # numba's on-disk cache keys a kernel by its own file only: after editing mcts/ kernels that are
-# inlined into others (selection.py, backup.py, qtransform.py), `make clean` drops stale builds.
+# inlined into others (selection.py, backup.py, qtransform.py; models/compiled_step.py, inlined
+# into algos/compiled_search.py), `make clean` drops stale builds.
 clean:
 	rm -rf $(VENV) runs site .pytest_cache .ruff_cache
 	find src -name '*.nbi' -o -name '*.nbc' | xargs rm -f

@@ -22,8 +22,12 @@ of the step's actions and outputs, and the output object, where the checkout nam
 traced step's tensors; before, they were part of `glue`), `glue` (the rest of the model step's
 own Python, none where the search runs on the step's tensors), `tree` (the numba kernels and
 their call), `store` (gathering the parents' latents and storing the new ones, where the checkout
-has a `LatentStore`; before, that was part of `loop`) and `loop` (the rest: the search loop's
-Python, and once per search the root's network call and the tree's set-up and output). Each part
+has a `LatentStore`; before, that was part of `loop`), `compiled` (under `actor_inference:
+compiled`, where the network allows it, all of the simulations in one numba call: the network's
+step, the store and the tree kernels together, none of the parts above) and `loop` (the rest:
+the search loop's Python, and once per search the root's network call and the tree's set-up and
+output; under `compiled` the root's decoding and the first selection show as `decode` and
+`tree`). Each part
 is timed exclusively of the parts it calls, by wrapping them, which adds about a microsecond per
 wrapped call; the total is the instrumented search's, so it runs a little above the plain figure.
 """
@@ -47,7 +51,7 @@ from zeropipe.envs import env_spec
 from zeropipe.mcts import ActingParams
 
 CARTPOLE = "configs/cartpole_muzero.yaml"
-LABELS = ("model", "decode", "convert", "glue", "tree", "store", "loop", "total")
+LABELS = ("model", "decode", "convert", "glue", "tree", "store", "compiled", "loop", "total")
 
 
 def _search(mode: str, config: str, max_batch: int):
@@ -150,6 +154,9 @@ def _instrument(search, clock: _Clock, undo: list) -> None:
     if store is not None:
         _patch(store, "gather", clock, "store", undo)
         _patch(store, "put", clock, "store", undo)
+    compiled = getattr(search, "compiled", None)
+    if compiled is not None:  # the whole simulation loop in one numba call
+        _patch(type(compiled), "__call__", clock, "compiled", undo)
     _patch(network_search.NetworkSearch, "search", clock, "loop", undo)
 
 

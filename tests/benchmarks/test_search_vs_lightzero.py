@@ -92,7 +92,8 @@ def test_rounds_alternate_one_side_at_a_time_and_the_file_holds_them(
 
     split = result["zeropipe_us_per_simulation"]
     assert sorted(split) == ["3", "5"]
-    assert all(parts["total"] > parts["model"] > 0 for parts in split.values())
+    # the shipped CartPole config's search runs compiled: its simulations are one call
+    assert all(parts["total"] > parts["compiled"] > 0 for parts in split.values())
     assert f"wrote {out}" in printed
 
 

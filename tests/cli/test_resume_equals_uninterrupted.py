@@ -1,6 +1,6 @@
 """Resume is the same run: a sync run stopped (at a limit, or SIGKILLed after a periodic
 checkpoint) and resumed gives the same evals at the same env steps, and the same learner losses,
-as the run never stopped. Through the real CLI, with the shipped defaults: frozen inference, bf16
+as the run never stopped. Through the real CLI, with the shipped defaults: compiled inference, bf16
 where the CPU has it, the learner's thread count chosen by the run."""
 
 from __future__ import annotations

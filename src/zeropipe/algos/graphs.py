@@ -59,11 +59,12 @@ class FrozenGraph:
         self._restored_frozen = False  # a checkpoint's next use ran frozen (load_state_dict)
         self._freeze_at_trace = False  # freeze as soon as the first trace exists
 
-    def begin(self) -> None:
+    def begin(self) -> tuple | None:
         """Before a use: drop a frozen graph whose weights changed; freeze the trace when the
-        weights are those the previous use started with."""
+        weights are those the previous use started with. Returns the weights' mark it took
+        (`weights_mark`), or None where it took none (not freezing, or disabled)."""
         if not (self.freeze and self.enabled):
-            return
+            return None
         mark = weights_mark(self._modules)
         if self._restored_frozen:  # the weights just restored are those of the saved last use
             self._restored_frozen, self._mark = False, mark
@@ -72,6 +73,7 @@ class FrozenGraph:
             self.frozen, self._mark, self._freeze_at_trace = None, mark, False
         elif self.frozen is None and self.graph is not None:
             self.frozen = self._freeze()
+        return mark
 
     def state_dict(self) -> dict[str, bool]:
         """Whether the next use runs the frozen graph (the weights unchanged since the last

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from zeropipe.algos.compiled_search import CompiledLoop
 from zeropipe.algos.observation import stack_frames, to_tensor
 from zeropipe.algos.traced_step import TracedStep
 from zeropipe.mcts import ActingParams, PolicyOutput, SearchConfig, SearchRoots, StepOutput
@@ -71,7 +72,9 @@ class NetworkSearch:
         policy: the algorithm's search policy (`mcts.SEARCH_POLICIES`).
         device: where the network lives.
         inference: how the model step runs (`policy.actor_inference`, algos/traced_step.py):
-            'frozen' or 'traced' (one graph where the network allows it) or 'eager'.
+            'compiled' (the whole simulation loop in numba where the network allows it,
+            algos/compiled_search.py, else as 'frozen'), 'frozen' or 'traced' (one graph
+            where the network allows it) or 'eager'.
     """
 
     def __init__(
@@ -86,11 +89,14 @@ class NetworkSearch:
         self.frame_ndim = frame_ndim
         self.policy = policy
         self.device = torch.device(device)
-        traced = inference in ("traced", "frozen")
-        self.traced = TracedStep(network, freeze=inference == "frozen") if traced else None
+        traced = inference in ("traced", "frozen", "compiled")
+        freeze = inference in ("frozen", "compiled")
+        self.traced = TracedStep(network, freeze=freeze) if traced else None
+        compiled = inference == "compiled" and self.device.type == "cpu"
+        self.compiled = CompiledLoop(network) if compiled else None
         # the search runs the traced graph on its own arrays where it can (mcts.search)
         tensors = self.traced.tensors if self.traced is not None else None
-        self.step = ModelStep(self._recurrent, tensors)
+        self.step = ModelStep(self._recurrent, tensors, self.compiled)
 
     @torch.no_grad()
     def search(
@@ -132,8 +138,9 @@ class NetworkSearch:
     ) -> SearchResult:
         """Search from roots the network already produced (e.g. with a UniZero context)."""
         eval_mode(self.network)
-        if self.traced is not None:
-            self.traced.begin_search()
+        mark = self.traced.begin_search() if self.traced is not None else None
+        if self.compiled is not None:
+            self.compiled.begin_search(mark)
         value = _scalar(out.value_logits, self.network.value_support)
         logits = out.policy_logits.float().cpu().numpy()
         if not (np.isfinite(logits).all() and np.isfinite(value).all()):

@@ -140,10 +140,13 @@ class TargetComputer:
         self._search = NetworkSearch(target_network, frame_ndim, policy, device, inference)
         self._values = _Values(target_network, bf16)
         self._graph = FrozenGraph(
-            self._values, inference == "frozen", 1e-2 if bf16 else 1e-4, "the bootstrap values"
+            self._values,
+            inference in ("frozen", "compiled"),
+            1e-2 if bf16 else 1e-4,
+            "the bootstrap values",
         )
         traceable = getattr(target_network, "TRACEABLE_STEP", False)
-        self._graph.enabled = bool(traceable) and inference in ("traced", "frozen")
+        self._graph.enabled = bool(traceable) and inference in ("traced", "frozen", "compiled")
 
     def graphs_state(self) -> dict[str, dict[str, bool]]:
         """Which of the target network's graphs (bootstrap values, reanalysis step) run

@@ -8,7 +8,8 @@ conversion into one graph runs the same ops without the Python in between (algos
 
 An earlier measurement (CartPole MuZero, B=8, one thread, a busy machine): eager 2.0 ms, traced
 0.77 ms, traced and frozen 0.54 ms per step; ONNX Runtime was about the frozen graph's speed.
-`frozen` (the default) freezes the trace while the weights stay put, which drops the graph's ~70
+`frozen` (also what `compiled`, the default, runs wherever its compiled loop cannot:
+algos/compiled_search.py) freezes the trace while the weights stay put, which drops the graph's ~70
 attribute reads and its batch norms (CartPole MuZero, B=8, one thread, quiet: 136 µs per step
 traced, 91 µs frozen; freezing took 18 ms, and 39 ms for Pong MuZero, whose step it did not
 speed up); every search starts by asking whether the weights changed (`FrozenGraph.begin`).
@@ -85,9 +86,9 @@ class TracedStep:
         """Restore a `state_dict()`, after the network's weights."""
         self.graph.load_state_dict(state)
 
-    def begin_search(self) -> None:
-        """A search starts (see `FrozenGraph.begin`)."""
-        self.graph.begin()
+    def begin_search(self) -> tuple | None:
+        """A search starts (see `FrozenGraph.begin`); returns the weights' mark it took."""
+        return self.graph.begin()
 
     def tensors(self, latent: Tensor, action: Tensor) -> tuple[Tensor, ...] | None:
         """(next latent, reward, value, policy logits) as float32 tensors, or None where the

@@ -109,10 +109,15 @@ class PolicyConfig(Section):
         "Acrobot MuZero 1.39x, CartPole MuZero 1.05x; learning: docs/results.md, 'Inference and "
         "precision'.",
     )
-    actor_inference: Literal["frozen", "traced", "eager"] = Field(
-        "frozen",
+    actor_inference: Literal["compiled", "frozen", "traced", "eager"] = Field(
+        "compiled",
         description="How the network runs where nothing is trained: the search's step "
-        "(collect, eval, reanalysis) and the learner's bootstrap values. 'traced': one "
+        "(collect, eval, reanalysis) and the learner's bootstrap values. 'compiled' (the "
+        "default): as 'frozen', but where the network is an MLP MuZero network (vector "
+        "latents, discrete actions) and the search a PUCT or Gumbel one on the CPU, all of a "
+        "search's simulations, the network's step included, run as one compiled numba program "
+        "(algos/compiled_search.py), which rounds differently from eager within float32. "
+        "'traced': one "
         "TorchScript graph (algos/graphs.py; networks without caches; eager where tracing "
         "fails); 'frozen': that graph frozen while the weights stay put (parameters as "
         "constants, batch norms folded into the layer before, weights cast once under "

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
+from zeropipe.mcts.selection import SearchParams
 from zeropipe.mcts.tree import Tree
 
 
@@ -190,6 +192,31 @@ RecurrentFn = Callable[..., StepOutput]
 TensorStep = Callable[[torch.Tensor, torch.Tensor], "tuple[torch.Tensor, ...] | None"]
 
 
+class SimulationLoop(Protocol):
+    """Every simulation of a search in one call, the model's step included (a compiled search,
+    algos/compiled_search.py): what `search.run_search`'s loop computes with the same tree
+    kernels, called once its first edges are selected."""
+
+    @property
+    def available(self) -> bool:
+        """Whether it can run this search (else the search calls the step per simulation)."""
+        ...
+
+    def __call__(
+        self,
+        tree: Tree,
+        params: SearchParams,
+        rule: int,
+        store: np.ndarray,
+        parents: np.ndarray,
+        actions: np.ndarray,
+    ) -> None:
+        """Run the simulations: node s + 1 of every tree, whose latent is `store[s + 1]`
+        ([N, B, *latent] float32, node 0 the roots'), is expanded by simulation s; `parents`
+        and `actions` ([B] int64) hold the first edges and are rewritten."""
+        ...
+
+
 @dataclass(frozen=True)
 class ModelStep:
     """A `RecurrentFn` that may also run as a `TensorStep` (a traced graph of the step).
@@ -203,10 +230,12 @@ class ModelStep:
     Attributes:
         recurrent: the step as a `RecurrentFn`.
         tensors: the same step on tensors, or None.
+        loop: the whole simulation loop with this step compiled in, or None.
     """
 
     recurrent: RecurrentFn
     tensors: TensorStep | None = None
+    loop: SimulationLoop | None = None
 
     def __call__(self, *args: object) -> StepOutput:
         """`recurrent(*args)`."""

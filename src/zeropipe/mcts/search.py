@@ -23,6 +23,7 @@ from zeropipe.mcts.contract import (
     SearchConfig,
     SearchOutput,
     SearchRoots,
+    SimulationLoop,
     StepOutput,
 )
 from zeropipe.mcts.halving import root_considered_visits
@@ -106,6 +107,10 @@ def run_search(
     parents = np.zeros(batch_size, dtype=np.int64)  # [B] rewritten in place by _advance
     actions = np.zeros(batch_size, dtype=np.int64)  # [B]
     _advance(kernel, tree, params, rule, ROOT_INDEX, None, True, parents, actions)
+    loop = _compiled_loop(recurrent_fn, rule, slots, store)
+    if loop is not None:
+        loop(tree, params, rule, store.array, parents, actions)
+        return _root_output(tree, cfg.discount, num_actions, False)
     if _on_arrays(recurrent_fn, rule, slots, store):
         _simulate_on_arrays(recurrent_fn, kernel, tree, params, rule, store, parents, actions)
         return _root_output(tree, cfg.discount, num_actions, False)
@@ -136,6 +141,18 @@ def _on_arrays(
     `ModelStep` with a `TensorStep`, one expansion kind and one action per slot, a numpy store."""
     has_tensors = isinstance(recurrent_fn, ModelStep) and recurrent_fn.tensors is not None
     return has_tensors and rule in (PUCT, GUMBEL) and slots is None and store.on_numpy
+
+
+def _compiled_loop(
+    recurrent_fn: RecurrentFn, rule: int, slots: SampledSlots | None, store: LatentStore
+) -> SimulationLoop | None:
+    """The step's compiled simulation loop where it can run this search: a `ModelStep` whose
+    loop is available, one expansion kind and one action per slot, a float32 numpy store."""
+    loop = recurrent_fn.loop if isinstance(recurrent_fn, ModelStep) else None
+    if loop is None or not loop.available or rule not in (PUCT, GUMBEL) or slots is not None:
+        return None
+    array = store.array
+    return loop if array is not None and array.dtype == np.float32 and array.ndim == 3 else None
 
 
 def _simulate_on_arrays(
