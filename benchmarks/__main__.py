@@ -9,7 +9,9 @@ Long sections run only when named, each with its own options (`python -m benchma
 as a user runs it), `resume` (stopped-and-resumed runs against
 uninterrupted ones), `neighbours` (the main job alone, beside a busy process, and two at once),
 `precision` (the Pong learner under float32 and its defaults) and `search-vs-lightzero` (ms per
-search of LightZero's and zeropipe's CartPole searches in alternating rounds); `same-run A B`
+search of LightZero's and zeropipe's CartPole searches in alternating rounds), `search-networks`
+(ms per search of the CartPole, Pong and MinAtar networks in this checkout and another, in
+alternating rounds); `same-run A B`
 compares two runs' train lines and evals (is an async run its sync run?). They print the same
 header; their results are their own tables.
 """
@@ -37,6 +39,7 @@ from benchmarks import (
     pace,
     render,
     same_run,
+    search_networks,
     search_vs_lightzero,
 )
 from benchmarks.machine import describe_run, format_header
@@ -59,6 +62,7 @@ ON_REQUEST = {
     "pace": pace.main,
     "render": render.main,
     "search-vs-lightzero": search_vs_lightzero.main,
+    "search-networks": search_networks.main,
 }
 
 

@@ -87,12 +87,13 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def git_commit() -> str:
-    """The checkout's commit, `-dirty` when the tree has changes; "unknown" outside git."""
+def git_commit(checkout: Path = ROOT) -> str:
+    """The checkout's commit (this repository's by default), `-dirty` when the tree has
+    changes; "unknown" outside git."""
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=ROOT,
+            cwd=checkout,
             capture_output=True,
             text=True,
             timeout=10,

@@ -6,7 +6,8 @@ here) and writes
 
 - `docs/async_time.md`, the whole page: per file, its date, machine, commit and command, its
   `note` (what the command does not show, such as the settings the configs had then), then its
-  table as the benchmark prints it;
+  table as the benchmark prints it (`pace`, `pong`, `learning`, `search-vs-lightzero` and
+  `search-networks` files);
 - the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
   of that page is written by hand): per learning file the same header, then success and env
   steps to the threshold per config and pipeline;
@@ -14,7 +15,8 @@ here) and writes
   (`current_rows`: each config as shipped), their dates, machine and run count, then success and
   wall seconds to the goal, sync against async. No commit there (the README names none); the
   wall-clock page gives it. And its quick start's figure, from the newest `main-job` file
-  (`main_job.readme_lines`);
+  (`main_job.readme_lines`), and its search table, from the newest `search-vs-lightzero` file
+  (`render_search.readme_lines`);
 - the marked results section of each policy type's page (`render_policies`);
 - every plot the pages show (`render_plots`), drawn from the same files.
 
@@ -30,7 +32,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks import main_job, render_plots, render_policies
+from benchmarks import main_job, render_plots, render_policies, render_search, search_networks
 from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_pace import is_paced, paced_note, paced_rows
 from benchmarks.learning_time import (
@@ -176,6 +178,8 @@ def _section(name: str, data: dict) -> str:
         return "\n".join([*head, *_window_table(data["rows"]), ""])
     if "search-vs-lightzero" in data["sections"]:
         return "\n".join([*head, *_search_table(data), ""])
+    if search_networks.NAME in data["sections"]:
+        return "\n".join([*head, *render_search.networks_table(data), ""])
     rows = learning_rows(data)
     pace = format_pace(rows)
     notes = _paced_notes(rows, dict.fromkeys((Path(r.config).stem for r in rows), data.get("pace")))
@@ -288,6 +292,10 @@ def render_readme(page: str) -> str:
             f"| {format_censored(s, WALL)} | {format_censored(a, WALL)} | {spread} |"
         )
     page = _between(page, README_BEGIN, README_END, [*table, ""], README)
+    search = render_search.newest(RESULTS)
+    if search is not None:
+        lines = render_search.readme_lines(search, _cpu_name(search["machine"]))
+        page = _between(page, render_search.README_BEGIN, render_search.README_END, lines, README)
     job = main_job.newest(RESULTS)
     if job is None:
         return page

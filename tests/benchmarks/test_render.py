@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from benchmarks import main_job, render, render_plots, render_policies
+from benchmarks import main_job, render, render_plots, render_policies, render_search
 
 
 def test_the_committed_page_is_the_rendered_one():
@@ -30,8 +30,13 @@ def test_the_committed_readme_headline_is_the_rendered_one():
 
 def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     job = f"{main_job.README_BEGIN}\nstale\n{main_job.README_END}\n"
+    search = f"{render_search.README_BEGIN}\nstale\n{render_search.README_END}\n"
     page = "# zeropipe\n" + render.README_BEGIN + "\nstale\n" + render.README_END + "\nrest\n"
-    out = render.render_readme(job + page)
+    out = render.render_readme(job + page + search)
+    # the newest search-vs-lightzero file's medians, LightZero / zeropipe per B
+    assert "| 8 | 19.3 | 1.78 | 10.9x [10.6-11.1] |" in out
+    assert "`actor_inference: compiled`" in out and "torch 2.13.0+cpu" in out
+    out = out[: out.index(render_search.README_BEGIN)]
     assert out.startswith(job.split("stale")[0] + "\nA first run ")
     assert "```text\nstopped: stop_value at env step 2040, " in out  # the main job's last line
     out = out[out.index("# zeropipe") :]
@@ -40,12 +45,15 @@ def test_the_readme_headline_is_the_headline_files_wall_time_side_by_side():
     assert "stale" not in out and "commit" not in out  # the README names no commit
     # each config's current row, as the wall-clock page tables it, with its goal and where and
     # when it was measured: muzero's from its sixteen-seed file, muzero_context's from the
-    # two-types file, gumbel_muzero's from the three types' sixteen-seed file
+    # compiled search's sixteen-seed file (the three configs its default changed),
+    # efficientzero's from the two-types file, sampled_muzero's from the three types' file
     amd = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 8/8, 8/8 "
     amd16 = "| 195 | AMD EPYC, 2 cores, 2026-12-07 | 16/16, 16/16 "
-    assert f"| cartpole_muzero {amd16}| 19.1 | 12.9 | 0.68 [0.48, 0.97] |" in out
-    assert f"| cartpole_muzero_context {amd}| 15.1 | 11.5 | 0.76 [0.13, 1.28] |" in out
-    assert f"| cartpole_gumbel_muzero {amd16}| 26.4 | 22.2 | 0.84 [0.47, 1.50] |" in out
+    assert f"| cartpole_muzero {amd16}| 19.4 | 14.0 | 0.72 [0.55, 1.02] |" in out
+    assert f"| cartpole_muzero_context {amd16}| 21.9 | 15.8 | 0.72 [0.43, 1.28] |" in out
+    assert f"| cartpole_gumbel_muzero {amd16}| 30.6 | 26.5 | 0.87 [0.39, 1.52] |" in out
+    assert f"| cartpole_efficientzero {amd}| 23.5 | 18.4 | 0.78 [0.43, 1.02] |" in out
+    assert f"| cartpole_sampled_muzero {amd16}| 17.5 | 14.4 | 0.82 [0.58, 1.24] |" in out
     with pytest.raises(ValueError, match="needs the lines"):
         render.render_readme("# zeropipe without markers\n")
 
@@ -123,11 +131,12 @@ def test_each_committed_policy_page_has_its_rendered_results():
 
 
 def test_a_policy_page_tables_every_file_with_a_config_of_its_type(tmp_path):
-    for name in (
-        "learning_cartpole_five_types_2026-12-06",
-        "learning_cartpole_two_types_2026-12-07",
+    for name, stem in (
+        ("learning_cartpole_five_types_2026-12-06", "2026-12-06"),
+        ("learning_cartpole_two_types_2026-12-07", "2026-12-07"),
+        ("learning_cartpole_compiled_search_16_seeds_2026-12-07", "2026-12-07-compiled"),
     ):
-        (tmp_path / f"{name[-10:]}.json").write_text((render.RESULTS / f"{name}.json").read_text())
+        (tmp_path / f"{stem}.json").write_text((render.RESULTS / f"{name}.json").read_text())
     by_type = render_policies.type_rows(tmp_path)
     assert set(by_type) == {
         "muzero",
@@ -135,15 +144,18 @@ def test_a_policy_page_tables_every_file_with_a_config_of_its_type(tmp_path):
         "efficientzero",
         "muzero_context",
         "sampled_efficientzero",
+        "gumbel_muzero",
     }
     lines = render_policies.section(by_type["muzero_context"])
     rows = [line for line in lines if line.startswith("| [2026-12-0")]
-    # the newer file's config as shipped (its `current`), the older one's not; medians over all
-    # eight seeds, sync / async
+    # the newest file's config as shipped (its `current`), the older ones' not; medians over all
+    # seeds, sync / async
     assert rows == [
         "| [2026-12-06](../results.md#2026-12-06) | cartpole_muzero_context | no | 8/8, 8/8 "
         "| 5,108 / 3,020 | 31.5 / 16.8 |",
-        "| [2026-12-07](../results.md#2026-12-07) | cartpole_muzero_context | yes | 8/8, 8/8 "
+        "| [2026-12-07-compiled](../results.md#2026-12-07-compiled) | cartpole_muzero_context "
+        "| yes | 16/16, 16/16 | 4,592 / 3,464 | 21.9 / 15.8 |",
+        "| [2026-12-07](../results.md#2026-12-07) | cartpole_muzero_context | no | 8/8, 8/8 "
         "| 3,660 / 2,932 | 15.1 / 11.5 |",
     ]
     assert render_policies.section([]) == ["No run of this type is committed as JSON yet.", ""]
