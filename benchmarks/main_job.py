@@ -30,12 +30,13 @@ README_BEGIN = "<!-- main job rendered by `python -m benchmarks render`: do not 
 README_END = "<!-- end of the main job -->"
 
 
-def newest(results: Path) -> dict | None:
-    """The newest main-job file in `results` (by date, then name), or None."""
+def newest(results: Path, section: str = SECTION) -> dict | None:
+    """The newest results file of `section` (main-job files by default) in `results`, by date
+    then name, or None."""
     found = []
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
-        if SECTION in data["sections"]:
+        if section in data["sections"]:
             found.append((data["date"], path.name, data))
     return max(found, key=lambda f: f[:2])[2] if found else None
 

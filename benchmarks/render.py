@@ -292,7 +292,7 @@ def render_readme(page: str) -> str:
             f"| {format_censored(s, WALL)} | {format_censored(a, WALL)} | {spread} |"
         )
     page = _between(page, README_BEGIN, README_END, [*table, ""], README)
-    search = render_search.newest(RESULTS)
+    search = main_job.newest(RESULTS, render_search.SECTION)
     if search is not None:
         lines = render_search.readme_lines(search, _cpu_name(search["machine"]))
         page = _between(page, render_search.README_BEGIN, render_search.README_END, lines, README)

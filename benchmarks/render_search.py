@@ -7,24 +7,11 @@ batch size, the ratio with its spread over rounds, and what each side ran.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from benchmarks.search_networks import format_table
 
 SECTION = "search-vs-lightzero"
 README_BEGIN = "<!-- search rendered by `python -m benchmarks render`: do not edit -->"
 README_END = "<!-- end of the search table -->"
-
-
-def newest(results: Path) -> dict | None:
-    """The newest search-vs-lightzero file in `results` (by date, then name), or None."""
-    found = []
-    for path in sorted(results.glob("*.json")):
-        data = json.loads(path.read_text())
-        if SECTION in data["sections"]:
-            found.append((data["date"], path.name, data))
-    return max(found, key=lambda f: f[:2])[2] if found else None
 
 
 def readme_lines(data: dict, cpu: str) -> list[str]:

@@ -26,7 +26,7 @@ import torch
 from numba import njit
 from torch import nn
 
-# `layer_norm` tells a layer with a LayerNorm by its weight's length; NO_NORM has none
+# a layer without a LayerNorm: `_norm_relu` tells one by its norm weight's length
 NO_NORM = np.zeros(0, dtype=np.float32)
 
 
