@@ -13,6 +13,7 @@ from tests.cli.test_cli import TINY, run_cli
 from tests.tiny import tiny_config
 from zeropipe.cli.curves import GRID_POINTS, plot_runs
 from zeropipe.cli.errors import InputError
+from zeropipe.pipeline.events import CollectEvent, EvalEvent
 from zeropipe.pipeline.run_dir import RunDir
 
 ENVSTEPS = [0, 100, 200]
@@ -23,10 +24,10 @@ def fake_run(root: Path, name: str, seed: int, scale: float, **policy) -> Path:
     cfg = tiny_config(root / name, **policy).model_copy(update={"seed": seed})
     run = RunDir(cfg)
     for envstep in ENVSTEPS:
-        run.metrics.log(
-            "collect", envstep, envstep // 2, envstep_per_s=10.0 * scale, learner_steps_per_s=scale
-        )
-        run.metrics.log("eval", envstep, envstep // 2, reward_mean=scale * envstep)
+        counters = {"envstep": envstep, "train_iter": envstep // 2}
+        rates = {"envstep_per_s": 10.0 * scale, "learner_steps_per_s": scale}
+        run.metrics.emit(CollectEvent(**counters, **rates))
+        run.metrics.emit(EvalEvent(**counters, reward_mean=scale * envstep))
     run.close()
     return run.root
 
@@ -127,7 +128,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, case: str):
         needle = "has no log/metrics.jsonl"
     elif case == "no_eval_lines":
         run = RunDir(tiny_config(tmp_path / "fresh"))
-        run.metrics.log("collect", 10, 0, envstep_per_s=1.0, learner_steps_per_s=0.0)
+        run.metrics.emit(CollectEvent(envstep=10, train_iter=0, envstep_per_s=1.0))
         run.close()
         args = [str(tmp_path / "fresh")]
         needle = "has no eval line"

@@ -3,6 +3,8 @@ of each pipeline writes to its `train` and `stop` lines."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.runlog import events
@@ -17,9 +19,9 @@ def test_the_bound_is_the_longer_side_and_the_busy_fraction_is_train_over_wall()
     for phase, seconds in [("collect", 3.0), ("train", 10.0), ("driver", 1.5), ("eval", 4.0)]:
         clock.add(phase, seconds)
     fields = clock.fields(wall_s=20.0)
-    assert fields["overlap_bound_s"] == 11.5  # max(10 + 1.5, 3 + 4)
-    assert fields["learner_busy_fraction"] == 0.5  # 10 / 20
-    assert fields["wait_s_total"] == 0.0
+    assert fields.overlap_bound_s == 11.5  # max(10 + 1.5, 3 + 4)
+    assert fields.learner_busy_fraction == 0.5  # 10 / 20
+    assert fields.wait_s_total == 0.0
     clock.add("eval", 6.0)  # the workers' side is now the longer: 3 + 10
     assert clock.overlap_bound_s() == 13.0
     assert "perfect-overlap bound 13.0s" in clock.summary(20.0)
@@ -32,9 +34,9 @@ def test_the_goal_eval_stays_outside_what_overlap_can_hide():
     clock.goal_eval_s = 2.0  # the last 2 s of eval scored the weights that reached the goal
     assert clock.overlap_bound_s() == 13.0  # max(10 + 1, 3 + 6 - 2) + 2
     fields = clock.fields(wall_s=25.0)
-    assert fields["goal_eval_s"] == 2.0
+    assert fields.goal_eval_s == 2.0
     # a sync run's wall less what overlap hides: min(11, 3 + 4); the goal's 2 s stay
-    assert PhaseClock.wall_bound_s(25.0, fields) == 18.0
+    assert PhaseClock.wall_bound_s(25.0, dataclasses.asdict(fields)) == 18.0
 
 
 def test_timing_counts_a_block_even_when_it_raises():

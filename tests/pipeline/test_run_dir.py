@@ -23,6 +23,7 @@ from zeropipe.pipeline.errors import (
     RunDirExists,
     RunDirLocked,
 )
+from zeropipe.pipeline.events import CollectEvent, ResumeEvent
 from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
 
 
@@ -43,7 +44,7 @@ def latest_payload(train_iter: int) -> dict:
 def test_a_new_run_refuses_an_existing_run_and_changes_nothing(tmp_path):
     cfg = tiny_config(tmp_path / "run")
     first = RunDir(cfg)
-    first.metrics.log("collect", 38, 0)
+    first.metrics.emit(CollectEvent(envstep=38, train_iter=0))
     first.save(LATEST, latest_payload(5))
     first.close()
     before = files_of(tmp_path / "run")
@@ -51,7 +52,7 @@ def test_a_new_run_refuses_an_existing_run_and_changes_nothing(tmp_path):
         RunDir(cfg)
     assert files_of(tmp_path / "run") == before
     resumed = RunDir(cfg, resume=True)  # --resume reopens it and appends
-    resumed.metrics.log("resume", 38, 5)
+    resumed.metrics.emit(ResumeEvent(envstep=38, train_iter=5))
     resumed.close()
     lines = (tmp_path / "run" / "log" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 2
@@ -60,7 +61,7 @@ def test_a_new_run_refuses_an_existing_run_and_changes_nothing(tmp_path):
 def test_resume_drops_a_half_written_last_line_instead_of_gluing_onto_it(tmp_path, caplog):
     cfg = tiny_config(tmp_path / "run")
     first = RunDir(cfg)
-    first.metrics.log("collect", 38, 0)
+    first.metrics.emit(CollectEvent(envstep=38, train_iter=0))
     first.close()
     metrics = tmp_path / "run" / "log" / "metrics.jsonl"
     whole = metrics.read_bytes()
@@ -69,7 +70,7 @@ def test_resume_drops_a_half_written_last_line_instead_of_gluing_onto_it(tmp_pat
     resumed = RunDir(cfg, resume=True)
     assert metrics.read_bytes() == whole
     assert "dropped a half-written last line (40 bytes)" in caplog.text
-    resumed.metrics.log("resume", 38, 5)
+    resumed.metrics.emit(ResumeEvent(envstep=38, train_iter=5))
     resumed.close()
     lines = metrics.read_text().splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["collect", "resume"]

@@ -13,6 +13,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
+from zeropipe.pipeline.events import CheckpointEvent, EvalEvent, TrainEvent
 from zeropipe.pipeline.run_dir import RunDir
 from zeropipe.pipeline.scalar_sinks import curve_scalars, flat_config
 
@@ -85,21 +86,30 @@ def test_wandb_mirrors_the_tensorboard_scalars(tmp_path, monkeypatch):
     cfg.wandb.enabled = True
     cfg.wandb.project = "p"
     run = RunDir(cfg)
-    run.metrics.log("train", 40, 3, total_loss=2.5, learner_threads=1)
-    run.metrics.log("checkpoint", 40, 3, name="ckpt_latest.pth.tar", reason="periodic")
-    run.metrics.log("eval", 80, 6, reward_mean=4.0, policy_version=6)
+    run.metrics.emit(TrainEvent(envstep=40, train_iter=3, learner={"total_loss": 2.5}))
+    run.metrics.emit(CheckpointEvent(envstep=40, train_iter=3, name="ckpt_latest.pth.tar"))
+    run.metrics.emit(EvalEvent(envstep=80, train_iter=6, reward_mean=4.0, policy_version=6))
     run.close()
     (init,) = fake.inits
     assert init["project"] == "p" and init["name"] == "run" and init["mode"] == "online"
     assert init["config"]["policy.batch_size"] == 8 and init["dir"] == str(run.log_dir)
-    assert fake.logged == [({"train/total_loss": 2.5}, 40), ({"eval/reward_mean": 4.0}, 80)]
+    (train, at_train), (evaluation, at_eval) = fake.logged
+    assert (at_train, train["train/total_loss"], at_eval, evaluation["eval/reward_mean"]) == (
+        40,
+        2.5,
+        80,
+        4.0,
+    )
+    assert not any(tag.startswith("checkpoint/") for tag in {**train, **evaluation})
+    assert "train/learner_threads" not in train and "eval/policy_version" not in evaluation
     assert fake.finished == 1
     (path,) = run.log_dir.glob("events.out.tfevents.*")
     acc = EventAccumulator(str(path))
     acc.Reload()
     tensorboard = sorted((t, p.step, p.value) for t in acc.Tags()["scalars"] for p in
                          acc.Scalars(t))  # fmt: skip
-    assert tensorboard == [("eval/reward_mean", 80, 4.0), ("train/total_loss", 40, 2.5)]
+    mirrored = [(tag, at, value) for line, at in fake.logged for tag, value in line.items()]
+    assert tensorboard == sorted(mirrored)
 
 
 def test_wandb_without_the_package_is_refused_before_anything_is_written(tmp_path, monkeypatch):

@@ -40,6 +40,7 @@ from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.backend import WeightStore, WorkerBackend
 from zeropipe.pipeline.backends import check_async_options, open_backend
 from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.events import StopReason
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState, RunSummary
@@ -71,7 +72,7 @@ async def train_async(
         cfg: the experiment config (its `policy.async_pipeline` section is used).
         show_progress: draw the live progress line on stderr.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
-        monitor: receives every metrics record as it is written, and the worker states
+        monitor: receives every run event as it is written, and the worker states
             (`zeropipe.start` passes one; see embed.py).
         init_weights: a new run's network starts from these weights (`--init-from`).
         early_workers: worker processes started before this call (the CLI's, early_workers.py):
@@ -198,7 +199,7 @@ async def _keep_states_unless_interrupted(driver: AsyncRun) -> bool:
 
 def _final_checkpoint(state: RunState, cancelled: bool) -> CheckpointError | None:
     if cancelled:
-        state.stop_reason = state.stop_reason or "cancelled"
+        state.stop_reason = state.stop_reason or StopReason.CANCELLED
     return finish_training(state)
 
 

@@ -24,6 +24,7 @@ import torch
 from zeropipe.pipeline.collect_parts import CollectInParts
 from zeropipe.pipeline.deadline import DEADLINE_HISTORY, RequestDeadlines, WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed
+from zeropipe.pipeline.events import PublishEvent, StopReason
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from zeropipe.pipeline.run_state import RunState
 
 log = logging.getLogger("zeropipe.driver")
+# stops after which no later collect part would be trained on
+ENDING_STOPS = (StopReason.STOP_VALUE, StopReason.MAX_TRAIN_ITER, StopReason.ERROR)
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,7 @@ class Launcher:
         self.queued_evals.append((ref, pending))
 
     async def _send_queued_eval(self) -> None:
-        if self.queued_evals and self.state.stop_reason == "stop_value":
+        if self.queued_evals and self.state.stop_reason == StopReason.STOP_VALUE:
             self._drop_queued_evals()  # a version already passed: later ones decide nothing
         if not self.queued_evals:
             return
@@ -293,7 +296,7 @@ class Launcher:
         """
         collect = self.collects[handle.name]
         collect.parts.append(part)
-        ending = self.state.stop_reason in ("stop_value", "max_train_iter", "error")
+        ending = self.state.stop_reason in ENDING_STOPS
         if collect.segments_left > 0 and not ending:
             return None
         del self.collects[handle.name]
@@ -351,12 +354,13 @@ class Launcher:
         self.state.phases.add("driver", elapsed)
         self.publish_s += elapsed
         self.last_published = version
-        self.state.run.metrics.log(
-            "publish",
-            self.state.envstep,
-            version,
-            policy_version=version,
-            publish_s=elapsed,
-            reason=reason,
+        self.state.run.metrics.emit(
+            PublishEvent(
+                envstep=self.state.envstep,
+                train_iter=version,
+                policy_version=version,
+                publish_s=elapsed,
+                reason=reason,
+            )
         )
         return ref

@@ -33,6 +33,7 @@ from zeropipe.pipeline.async_launch import Launcher
 from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.deadline import WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
+from zeropipe.pipeline.events import BufferEvent, RestartEvent, StopReason
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
@@ -183,7 +184,7 @@ class AsyncRun:
     def _drained(self) -> bool:
         """No more learning will happen: a stop rule fired and the owed budgets are done."""
         state = self.state
-        if state.stop_reason in ("stop_value", "max_train_iter"):
+        if state.stop_reason in (StopReason.STOP_VALUE, StopReason.MAX_TRAIN_ITER):
             return True
         if state.envstep < self.cfg.max_env_step:
             return False
@@ -196,7 +197,7 @@ class AsyncRun:
     async def _final_eval_done(self) -> bool:
         """The final eval (schedule.needs_final_eval, as in sync) is done; launch it if due."""
         state = self.state
-        if state.stop_reason == "stop_value" or not self.pool.of_role("evaluator"):
+        if state.stop_reason == StopReason.STOP_VALUE or not self.pool.of_role("evaluator"):
             return True  # nothing left to score, or nothing to score it with
         if self.launcher.pending_evals or self.launcher.queued_evals:
             return False  # wait for the evals due or in flight: one may be of the last weights
@@ -212,7 +213,7 @@ class AsyncRun:
             trained < self.ap.max_train_chunk_steps
             and trainer.budgets
             and self.state.train_iter < self.cfg.max_train_iter
-            and self.state.stop_reason != "stop_value"
+            and self.state.stop_reason != StopReason.STOP_VALUE
         ):
             threads = learner_threads(self.cfg, self._busy_cpus(), self.state.threads.threads)
             await self.heavy.run(self._learner_step, threads)
@@ -337,25 +338,27 @@ class AsyncRun:
             )
         log.error("%s %s (%s); restarting it", handle.name, cause, exc)
         self.pool.restart(handle)
-        self.state.run.metrics.log(
-            "restart",
-            self.state.envstep,
-            self.state.train_iter,
-            worker=handle.name,
-            generation=handle.generation,
-            seed=handle.seed,
-            cause=cause,
-            error=str(exc),
+        self.state.run.metrics.emit(
+            RestartEvent(
+                envstep=self.state.envstep,
+                train_iter=self.state.train_iter,
+                worker=handle.name,
+                generation=handle.generation,
+                seed=handle.seed,
+                cause=cause,
+                error=str(exc),
+            )
         )
 
     def _log_buffer(self) -> None:
         buffer = self.trainer.buffer
-        self.state.run.metrics.log(
-            "buffer",
-            self.state.envstep,
-            self.state.train_iter,
-            transitions=buffer.num_transitions,
-            segments=buffer.num_segments,
-            nbytes=buffer.nbytes(),
-            snapshot_publish_s_total=self.launcher.publish_s,
+        self.state.run.metrics.emit(
+            BufferEvent(
+                envstep=self.state.envstep,
+                train_iter=self.state.train_iter,
+                transitions=buffer.num_transitions,
+                segments=buffer.num_segments,
+                nbytes=buffer.nbytes(),
+                snapshot_publish_s_total=self.launcher.publish_s,
+            )
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.events import Subscription
+from zeropipe.pipeline.event_bus import Subscription
 from zeropipe.pipeline.run_state import RunSummary
 from zeropipe.pipeline.status import RunMonitor
 from zeropipe.pipeline.status_server import StatusServer, bind, parse_address

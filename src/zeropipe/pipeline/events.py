@@ -1,257 +1,226 @@
-"""Typed run events for embedders: the metrics.jsonl records as frozen dataclasses, and their bus.
+"""A run's events as typed, frozen records: the source of every metrics output.
 
-Runs in: driver. Every line the run writes to `log/metrics.jsonl` is also handed to the `EventBus`
-as it is written, and the bus gives it to each subscriber as a typed event (`event_from_record`):
-`CollectEvent`, `TrainEvent`, `EvalEvent`, `PublishEvent`, `RestartEvent`, `CheckpointEvent`,
-`StopEvent`, or `RunEvent` for the rest (`buffer`, `resume`, `checkpoint_error`). Each keeps the
-whole record in `record` (the exact JSON line) next to its typed fields, and every field of the
-record is an attribute too (`event.total_loss`, `event.value_loss`; `TrainEvent.losses` gathers
-the loss terms).
-
-Slow consumers never block the driver: each subscriber has a bounded queue, and when it is full
-the oldest event waiting there is dropped (and counted) to make room, so a subscriber always sees
-the newest events and the final `StopEvent`. Records written on the driver's heavy-work thread
-reach the subscribers through the event loop (`call_soon_threadsafe`), in the order written.
+Runs in: driver. The pipeline builds one event per thing that happened (`CollectEvent`,
+`TrainEvent`, `EvalEvent`, ...) and hands it to `MetricsLog.emit` once; that stamps its
+`time_s`, writes its `record` as one line of `log/metrics.jsonl`, sends its curves to the scalar
+sinks and gives the same object to every listener (the status board, the embedder's event bus).
+Every field a line carries is declared here: a line is `event` (the class's `event`), `time_s`,
+`envstep`, `train_iter`, then the class's fields in order; a field marked `OPTIONAL` is left out
+when None, and a mapping field (`TrainEvent.learner`, whose keys are the type's loss terms and
+diagnostics) and a `PhaseTotals` are spread into the line. Why a run stopped is a `StopReason`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
-import threading
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+import enum
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
+
+from zeropipe.pipeline.phases import PhaseTotals
+
+# metadata of a field that a line carries only when it has a value
+OPTIONAL = MappingProxyType({"optional": True})
 
 
-@dataclass(frozen=True)
+class StopReason(enum.StrEnum):
+    """Why a run stopped (the `stop` line's `reason`; a str, so it is written as its value)."""
+
+    STOP_VALUE = "stop_value"
+    MAX_ENV_STEP = "max_env_step"
+    MAX_TRAIN_ITER = "max_train_iter"
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM
+    CANCELLED = "cancelled"  # the embedder stopped it (its task was cancelled)
+    DISK_FULL = "disk_full"
+    ERROR = "error"
+
+
+# the limits whose stop wants an eval of the final weights (the goal's own eval is one already)
+LIMIT_STOPS = (StopReason.MAX_ENV_STEP, StopReason.MAX_TRAIN_ITER)
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunEvent:
-    """One metrics.jsonl record: `event`, `time_s` (since the run started), counters, the record."""
+    """What every line has: the counters when it happened and the run's clock (`time_s`,
+    seconds since the run started, resumed runs included; set by `MetricsLog.emit`)."""
 
-    event: str
-    time_s: float
+    event: ClassVar[str]
     envstep: int
     train_iter: int
-    record: Mapping[str, Any] = field(repr=False, compare=False)
+    time_s: float = 0.0
 
-    def __getattr__(self, name: str) -> Any:
-        """Any other field of the record (`event.total_loss`): the event has every field of its
-        metrics line."""
-        if not name.startswith("_"):
-            record = self.__dict__.get("record")
-            if record is not None and name in record:
-                return record[name]
-        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+    @cached_property
+    def record(self) -> Mapping[str, Any]:
+        """The event's metrics.jsonl line (read-only)."""
+        line: dict[str, Any] = {
+            "event": self.event,
+            "time_s": self.time_s,
+            "envstep": int(self.envstep),
+            "train_iter": int(self.train_iter),
+        }
+        for f in dataclasses.fields(self):
+            if f.name in _BASE:
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("optional"):
+                continue
+            if isinstance(value, PhaseTotals):
+                value = dataclasses.asdict(value)
+            if isinstance(value, Mapping):
+                line.update({k: _plain(v) for k, v in value.items()})
+            else:
+                line[f.name] = _plain(value)
+        return MappingProxyType(line)
 
 
-@dataclass(frozen=True)
+_BASE = ("envstep", "train_iter", "time_s")
+
+
+@dataclass(frozen=True, kw_only=True)
 class CollectEvent(RunEvent):
-    """A finished collect (its segments are in the buffer and its train budget is queued)."""
+    """A finished collect: its segments are in the buffer and its train budget is queued. The
+    async pipeline adds which worker played it and how it came back."""
 
-    envstep_delta: int | None = None
-    policy_version: int | None = None
-    policy_lag: int | None = None
-    segments: int | None = None
-    collect_duration_s: float | None = None
-    envstep_per_s: float | None = None
-    learner_steps_per_s: float | None = None
-    budget_queue_len: int | None = None
-    episode_return_mean: float | None = None
-    worker: str | None = None
-    worker_busy_fraction: float | None = None
+    event: ClassVar[str] = "collect"
+    envstep_delta: int = 0
+    policy_version: int = 0
+    policy_lag: int = 0  # learner steps between the weights played and the learner's now
+    segments: int = 0
+    collect_duration_s: float = 0.0
+    collect_envstep_per_s: float = 0.0
+    envstep_per_s: float = 0.0  # since this process started the run
+    learner_steps_per_s: float = 0.0
+    budget_queue_len: int = 0
+    episode_return_mean: float | None = None  # None: no episode ended in this collect
+    worker: str | None = field(default=None, metadata=OPTIONAL)
+    worker_busy_fraction: float | None = field(default=None, metadata=OPTIONAL)
+    launch_train_iter: int | None = field(default=None, metadata=OPTIONAL)
+    collect_parts: int | None = field(default=None, metadata=OPTIONAL)  # came back in parts
+    last_policy_version: int | None = field(default=None, metadata=OPTIONAL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainEvent(RunEvent):
-    """Learner metrics averaged since the last train event; each loss term is an attribute
-    (`event.value_loss`) and `losses` holds them all."""
+    """The learner steps since the last train line: `learner` holds their means (the type's loss
+    terms and diagnostics, by name), then the rates, the buffer and the time accounting."""
 
-    learner_steps: int | None = None
-    learner_steps_per_s: float | None = None
-    learner_steps_per_busy_s: float | None = None
-    learner_threads: int | None = None
-    budget_queue_len: int | None = None
-    buffer_transitions: int | None = None
-    buffer_bytes_per_transition: float | None = None
+    event: ClassVar[str] = "train"
+    learner: Mapping[str, float] = field(default_factory=dict)
+    learner_steps: int = 0  # the steps these means are over
+    learner_steps_per_busy_s: float = 0.0
+    learner_steps_per_s: float = 0.0  # since this process started the run
+    learner_threads: int = 1
+    budget_queue_len: int = 0
+    buffer_transitions: int = 0
+    buffer_bytes_per_transition: float = 0.0
+    phases: PhaseTotals | None = field(default=None, metadata=OPTIONAL)
 
     @property
     def losses(self) -> dict[str, float]:
-        """The loss terms of the line (`total_loss`, `value_loss`, ...: every `*_loss` field)."""
-        return {k: v for k, v in self.record.items() if k.endswith("_loss")}
+        """The loss terms (`total_loss`, `value_loss`, ...: every `*_loss` of `learner`)."""
+        return {k: v for k, v in self.learner.items() if k.endswith("_loss")}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvalEvent(RunEvent):
-    """An evaluation of one immutable snapshot."""
+    """An evaluation of one immutable snapshot. `envstep` and `train_iter` are the snapshot's
+    (its weights' version); an async eval that came back later also carries the counters on its
+    arrival (`result_envstep`, `result_train_iter`)."""
 
-    reward_mean: float | None = None
-    reward_std: float | None = None
+    event: ClassVar[str] = "eval"
+    reward_mean: float = 0.0
+    reward_std: float = 0.0
     episode_returns: tuple[float, ...] = ()
-    policy_version: int | None = None
-    eval_duration_s: float | None = None
+    policy_version: int = 0
+    eval_duration_s: float = 0.0
+    owed_learner_steps: int = 0  # data collected that these weights had not trained for
+    result_envstep: int | None = field(default=None, metadata=OPTIONAL)
+    result_train_iter: int | None = field(default=None, metadata=OPTIONAL)
+    # the eval of the last weights at a stop by a limit
+    final: bool | None = field(default=None, metadata=OPTIONAL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PublishEvent(RunEvent):
-    """A new weight snapshot in shared memory."""
+    """A new weight snapshot in shared memory (`reason`: what asked for it, collect or eval)."""
 
-    policy_version: int | None = None
-    publish_s: float | None = None
-    reason: str | None = None
+    event: ClassVar[str] = "publish"
+    policy_version: int = 0
+    publish_s: float = 0.0
+    reason: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RestartEvent(RunEvent):
     """A worker died, or hung past its request deadline, and was replaced."""
 
-    worker: str | None = None
-    generation: int | None = None
-    seed: int | None = None
-    error: str | None = None
-    cause: str | None = None  # "died" | "hung"
+    event: ClassVar[str] = "restart"
+    worker: str = ""
+    generation: int = 0
+    seed: int = 0
+    cause: str = ""  # "died" | "hung"
+    error: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class BufferEvent(RunEvent):
+    """The replay buffer's size (async runs, now and then)."""
+
+    event: ClassVar[str] = "buffer"
+    transitions: int = 0
+    segments: int = 0
+    nbytes: int = 0
+    snapshot_publish_s_total: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
 class CheckpointEvent(RunEvent):
-    """`ckpt_latest` was written (`reason`: periodic or stop)."""
+    """`ckpt_latest` was written (`reason`: periodic or stop) with the learner steps it owes
+    (trained on resume)."""
 
-    name: str | None = None
-    reason: str | None = None
+    event: ClassVar[str] = "checkpoint"
+    name: str = ""
+    reason: str = ""
+    owed_steps: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class CheckpointErrorEvent(RunEvent):
+    """A checkpoint could not be written (`kind`: latest, best, periodic or final)."""
+
+    event: ClassVar[str] = "checkpoint_error"
+    kind: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeEvent(RunEvent):
+    """The run goes on from a checkpoint (the first line of a resumed process)."""
+
+    event: ClassVar[str] = "resume"
+    checkpoint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class StopEvent(RunEvent):
-    """The run stopped (the last event of a run)."""
+    """The run stopped: the last line of a run, with its time accounting."""
 
-    reason: str | None = None
-
-
-EVENT_TYPES: dict[str, type[RunEvent]] = {
-    "collect": CollectEvent,
-    "train": TrainEvent,
-    "eval": EvalEvent,
-    "publish": PublishEvent,
-    "restart": RestartEvent,
-    "checkpoint": CheckpointEvent,
-    "stop": StopEvent,
-}
-_BASE = {f.name for f in dataclasses.fields(RunEvent)}
+    event: ClassVar[str] = "stop"
+    reason: StopReason = StopReason.INTERRUPTED
+    phases: PhaseTotals | None = field(default=None, metadata=OPTIONAL)
+    error: str | None = field(default=None, metadata=OPTIONAL)  # why a failed run failed
 
 
-def event_from_record(record: Mapping[str, Any]) -> RunEvent:
-    """The typed event of one metrics.jsonl record (fields the record lacks stay None)."""
-    cls = EVENT_TYPES.get(record["event"], RunEvent)
-    extra = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in _BASE and f.name in record and record[f.name] is not None:
-            value = record[f.name]
-            extra[f.name] = tuple(value) if isinstance(value, list) else value
-    return cls(
-        event=record["event"],
-        time_s=record["time_s"],
-        envstep=record["envstep"],
-        train_iter=record["train_iter"],
-        record=MappingProxyType(dict(record)),
-        **extra,
-    )
-
-
-class Subscription:
-    """One subscriber's bounded queue; iterate it with `async for` until the run ends."""
-
-    def __init__(self, maxsize: int, on_close: Callable[[Subscription], None]) -> None:
-        self.maxsize = maxsize
-        self.dropped = 0
-        self._items: deque[RunEvent] = deque()
-        self._closed = False
-        self._wakeup = asyncio.Event()
-        self._on_close = on_close
-
-    def put(self, event: RunEvent) -> None:
-        """Queue an event; a full queue drops its oldest one first (counted)."""
-        if len(self._items) >= self.maxsize:
-            self._items.popleft()
-            self.dropped += 1
-        self._items.append(event)
-        self._wakeup.set()
-
-    def close(self) -> None:
-        """No more events: iteration ends once the queued ones are taken."""
-        self._closed = True
-        self._wakeup.set()
-
-    def __aiter__(self) -> AsyncIterator[RunEvent]:
-        return self
-
-    async def __anext__(self) -> RunEvent:
-        while not self._items:
-            if self._closed:
-                self._on_close(self)
-                raise StopAsyncIteration
-            self._wakeup.clear()
-            await self._wakeup.wait()
-        return self._items.popleft()
-
-
-class EventBus:
-    """Fans metrics records out to subscribers and listeners on the event loop's thread.
-
-    Args:
-        loop: the loop the driver runs on (deliveries happen there).
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._thread = threading.get_ident()
-        self._subs: list[Subscription] = []
-        self.listeners: list[Callable[[Mapping[str, Any]], None]] = []
-        self.dropped_by_gone = 0  # drops of subscribers that already stopped reading
-        self.closed = False
-
-    def subscribe(self, maxsize: int = 1000) -> Subscription:
-        """A new subscriber's queue (it sees events from now on)."""
-        sub = Subscription(maxsize, self._forget)
-        if self.closed:
-            sub.close()
-        else:
-            self._subs.append(sub)
-        return sub
-
-    @property
-    def dropped(self) -> int:
-        """Events dropped for slow subscribers, over the whole run."""
-        return self.dropped_by_gone + sum(s.dropped for s in self._subs)
-
-    def publish(self, record: Mapping[str, Any]) -> None:
-        """Hand a record to everyone; callable from any thread (delivered on the loop thread)."""
-        if threading.get_ident() == self._thread:
-            self._deliver(record)
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is listening
-            self._loop.call_soon_threadsafe(self._deliver, record)
-
-    def close(self) -> None:
-        """The run is over: every subscription ends after its queued events."""
-        if threading.get_ident() != self._thread:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self.close)
-            return
-        self.closed = True
-        for sub in self._subs:
-            sub.close()
-
-    def _deliver(self, record: Mapping[str, Any]) -> None:
-        for listener in self.listeners:
-            listener(record)
-        if self._subs:
-            event = event_from_record(record)
-            for sub in self._subs:
-                sub.put(event)
-
-    def _forget(self, sub: Subscription) -> None:
-        if sub in self._subs:
-            self._subs.remove(sub)
-            self.dropped_by_gone += sub.dropped
+def _plain(value: Any) -> Any:
+    """A JSON value: a numpy or torch scalar as a number, a non-finite float as None (null)."""
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,5 +1,6 @@
-"""A run's metrics: one JSON line per event in `log/metrics.jsonl`, and the same event's curves
-in every scalar sink (TensorBoard, and wandb when enabled: scalar_sinks.py).
+"""A run's metrics: one JSON line per event (events.py) in `log/metrics.jsonl`, the same event's
+curves in every scalar sink (TensorBoard, and wandb when enabled: scalar_sinks.py), and the event
+itself to every listener.
 
 Runs in: driver.
 """
@@ -7,27 +8,29 @@ Runs in: driver.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from zeropipe.pipeline.errors import DiskFull, disk_full
+from zeropipe.pipeline.events import RunEvent
 from zeropipe.pipeline.scalar_sinks import ScalarSink, curve_scalars
 
 log = logging.getLogger("zeropipe.driver")
+E = TypeVar("E", bound=RunEvent)
 
 
 class MetricsLog:
     """Appends one JSON object per event to metrics.jsonl and mirrors its curves to the sinks.
 
-    Each record is then handed to every callable in `listeners` (the async driver's event bus),
-    on the thread that logged it.
+    Each event is then handed to every callable in `listeners` (the status board and the async
+    driver's event bus), on the thread that emitted it.
 
     Args:
         log_dir: the run's `log/` directory.
@@ -47,7 +50,7 @@ class MetricsLog:
         # driver reads this between steps and ends the run on it (RunDir.check_writes).
         self.write_error: DiskFull | None = None
         self._sinks: list[ScalarSink] = []
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.listeners: list[Callable[[RunEvent], None]] = []
 
     def add_sink(self, sink: ScalarSink) -> None:
         """Also send each event's curves to `sink` (closed with this log)."""
@@ -57,23 +60,23 @@ class MetricsLog:
         """The run's time so far: this process's, plus that of the runs it resumes."""
         return self.time_offset_s + time.monotonic() - self.start
 
-    def log(self, event: str, envstep: int, train_iter: int, **fields: Any) -> dict[str, Any]:
-        """Write one event line; its curves also go to the sinks as `event/field`."""
-        record = {
-            "event": event,
-            "time_s": round(self.elapsed_s(), 3),
-            "envstep": int(envstep),
-            "train_iter": int(train_iter),
-            **{k: _plain(v) for k, v in fields.items()},
-        }
-        self._write(json.dumps(record) + "\n")
+    def emit(self, event: E) -> E:
+        """Write one event's line (its `time_s` stamped now), send its curves to the sinks as
+        `event/field`, and hand it to every listener.
+
+        Returns:
+            The stamped event, the object every listener got.
+        """
+        event = dataclasses.replace(event, time_s=round(self.elapsed_s(), 3))
+        record = event.record
+        self._write(json.dumps(dict(record)) + "\n")
         scalars = curve_scalars(record)
         if scalars:
             for sink in self._sinks:
-                sink.add_scalars(scalars, record["envstep"])
+                sink.add_scalars(scalars, event.envstep)
         for listener in self.listeners:
-            listener(record)
-        return record
+            listener(event)
+        return event
 
     def _write(self, line: str) -> None:
         if self.write_error is not None:
@@ -94,14 +97,6 @@ class MetricsLog:
             # after a full disk, the flush of the line that did not fit fails again
             with contextlib.suppress(OSError) if self.write_error else contextlib.nullcontext():
                 self._file.close()
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _last_time_s(path: Path) -> float:

@@ -28,8 +28,24 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 PHASES = ("collect", "train", "driver", "eval", "wait")
+
+
+@dataclass(frozen=True)
+class PhaseTotals:
+    """The run's time accounting so far: seconds per phase, the learner's busy
+    fraction, the goal eval's seconds and the perfect-overlap bound."""
+
+    collect_s_total: float
+    train_s_total: float
+    driver_s_total: float
+    eval_s_total: float
+    wait_s_total: float
+    learner_busy_fraction: float
+    goal_eval_s: float
+    overlap_bound_s: float
 
 
 class PhaseClock:
@@ -57,14 +73,15 @@ class PhaseClock:
         s, goal = self.seconds, self.goal_eval_s
         return max(s["train"] + s["driver"], s["collect"] + s["eval"] - goal) + goal
 
-    def fields(self, wall_s: float) -> dict[str, float]:
-        """The metrics fields: `<phase>_s_total` each, `learner_busy_fraction` (train seconds
-        over this process's wall seconds) and `overlap_bound_s`."""
-        out = {f"{phase}_s_total": round(value, 3) for phase, value in self.seconds.items()}
-        out["learner_busy_fraction"] = round(self.seconds["train"] / max(wall_s, 1e-9), 4)
-        out["goal_eval_s"] = round(self.goal_eval_s, 3)
-        out["overlap_bound_s"] = round(self.overlap_bound_s(), 3)
-        return out
+    def fields(self, wall_s: float) -> PhaseTotals:
+        """The totals a train or stop line carries: `<phase>_s_total` each, `learner_busy_fraction`
+        (train seconds over this process's wall seconds), `goal_eval_s` and `overlap_bound_s`."""
+        return PhaseTotals(
+            **{f"{phase}_s_total": round(value, 3) for phase, value in self.seconds.items()},
+            learner_busy_fraction=round(self.seconds["train"] / max(wall_s, 1e-9), 4),
+            goal_eval_s=round(self.goal_eval_s, 3),
+            overlap_bound_s=round(self.overlap_bound_s(), 3),
+        )
 
     @staticmethod
     def wall_bound_s(wall_s: float, fields: dict[str, float]) -> float:

@@ -9,19 +9,21 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from zeropipe.pipeline.events import StopReason
+
 if TYPE_CHECKING:
     from zeropipe.config import ExperimentConfig
     from zeropipe.pipeline.run_state import RunSummary
 
 # why a run stopped, by its stop_reason (RunSummary); `{cfg}` is the run's config
 STOP_WHY = {
-    "stop_value": "an eval reached env.stop_value {cfg.env.stop_value:g}",
-    "max_env_step": "it reached max_env_step {cfg.max_env_step}",
-    "max_train_iter": "it reached max_train_iter {cfg.max_train_iter}",
-    "interrupted": "interrupted (Ctrl-C or SIGTERM); resume it with train --resume",
-    "cancelled": "cancelled; resume it with train --resume",
-    "disk_full": "the disk is full",
-    "error": "it failed",
+    StopReason.STOP_VALUE: "an eval reached env.stop_value {cfg.env.stop_value:g}",
+    StopReason.MAX_ENV_STEP: "it reached max_env_step {cfg.max_env_step}",
+    StopReason.MAX_TRAIN_ITER: "it reached max_train_iter {cfg.max_train_iter}",
+    StopReason.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM); resume it with train --resume",
+    StopReason.CANCELLED: "cancelled; resume it with train --resume",
+    StopReason.DISK_FULL: "the disk is full",
+    StopReason.ERROR: "it failed",
 }
 
 

@@ -26,6 +26,14 @@ import torch
 
 from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.errors import CheckpointDiskFull, CheckpointError, DiskFull
+from zeropipe.pipeline.events import (
+    CheckpointErrorEvent,
+    CheckpointEvent,
+    CollectEvent,
+    EvalEvent,
+    ResumeEvent,
+    StopReason,
+)
 from zeropipe.pipeline.run_dir import LATEST, RunDir
 from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.text_log import SHOWN_QUIET
@@ -41,8 +49,7 @@ log = logging.getLogger("zeropipe.driver")
 class RunSummary:
     """How a run ended."""
 
-    stop_reason: str  # stop_value | max_env_step | max_train_iter | cancelled | interrupted
-    #   | error (an exception ended the run; `ckpt_latest` is left as it was)
+    stop_reason: StopReason  # ERROR: an exception ended the run; `ckpt_latest` is left as it was
     envstep: int
     train_iter: int
     best_reward: float | None
@@ -65,8 +72,8 @@ class RunState:
         self.last_eval_iter = 0
         self.best_reward: float | None = None
         self.last_reward: float | None = None
-        self.stop_reason: str | None = None
-        self.error: str | None = None  # why the run failed (stop_reason "error")
+        self.stop_reason: StopReason | None = None
+        self.error: str | None = None  # why the run failed (stop_reason ERROR)
         # The sync pipeline's in-process collector: its state goes into ckpt_latest, so that a
         # resumed run continues the same episodes (None: not captured, or no such collector).
         self.collector_state: Callable[[], dict[str, Any] | None] | None = None
@@ -105,21 +112,22 @@ class RunState:
         self.trainer.add_budget(train_budget(self.cfg.policy, outcome.segments), self.envstep)
         wall_s = self.wall_s()
         returns = outcome.episode_returns
-        self.run.metrics.log(
-            "collect",
-            self.envstep,
-            self.train_iter,
-            envstep_delta=outcome.envstep_delta,
-            policy_version=outcome.policy_version,
-            policy_lag=self.train_iter - outcome.policy_version,
-            segments=len(outcome.segments),
-            collect_duration_s=outcome.duration_s,
-            collect_envstep_per_s=outcome.envstep_delta / max(outcome.duration_s, 1e-9),
-            envstep_per_s=(self.envstep - self.start_envstep) / wall_s,
-            learner_steps_per_s=(self.train_iter - self.start_train_iter) / wall_s,
-            budget_queue_len=len(self.trainer.budgets),
-            episode_return_mean=float(np.mean(returns)) if returns else None,
-            **worker_fields,
+        self.run.metrics.emit(
+            CollectEvent(
+                envstep=self.envstep,
+                train_iter=self.train_iter,
+                envstep_delta=outcome.envstep_delta,
+                policy_version=outcome.policy_version,
+                policy_lag=self.train_iter - outcome.policy_version,
+                segments=len(outcome.segments),
+                collect_duration_s=outcome.duration_s,
+                collect_envstep_per_s=outcome.envstep_delta / max(outcome.duration_s, 1e-9),
+                envstep_per_s=(self.envstep - self.start_envstep) / wall_s,
+                learner_steps_per_s=(self.train_iter - self.start_train_iter) / wall_s,
+                budget_queue_len=len(self.trainer.budgets),
+                episode_return_mean=float(np.mean(returns)) if returns else None,
+                **worker_fields,
+            )
         )
 
     def wall_s(self) -> float:
@@ -139,9 +147,9 @@ class RunState:
         if self.stop_reason:
             return
         if self.train_iter >= self.cfg.max_train_iter:
-            self.stop_reason = "max_train_iter"
+            self.stop_reason = StopReason.MAX_TRAIN_ITER
         elif self.envstep >= self.cfg.max_env_step:
-            self.stop_reason = "max_env_step"
+            self.stop_reason = StopReason.MAX_ENV_STEP
 
     def record_eval(
         self,
@@ -172,18 +180,19 @@ class RunState:
             arrival = {"result_envstep": self.envstep, "result_train_iter": self.train_iter}
         self.last_reward = result.reward_mean
         self.last_eval_version = result.policy_version
-        self.run.metrics.log(
-            "eval",
-            at_envstep,
-            at_iter,
-            reward_mean=result.reward_mean,
-            reward_std=float(np.std(result.episode_returns)),
-            episode_returns=result.episode_returns,
-            policy_version=result.policy_version,
-            eval_duration_s=result.duration_s,
-            owed_learner_steps=owed,
-            **arrival,
-            **({"final": True} if final else {}),
+        self.run.metrics.emit(
+            EvalEvent(
+                envstep=at_envstep,
+                train_iter=at_iter,
+                reward_mean=result.reward_mean,
+                reward_std=float(np.std(result.episode_returns)),
+                episode_returns=tuple(result.episode_returns),
+                policy_version=result.policy_version,
+                eval_duration_s=result.duration_s,
+                owed_learner_steps=owed,
+                **arrival,
+                final=True if final else None,
+            )
         )
         improved = self.best_reward is None or result.reward_mean > self.best_reward
         if improved:
@@ -196,7 +205,7 @@ class RunState:
             }
             self._save_best()
         if result.stop and not self.stop_reason:
-            self.stop_reason = "stop_value"
+            self.stop_reason = StopReason.STOP_VALUE
             self.phases.goal_eval_s = result.duration_s  # no pipeline can hide it (phases.py)
         return improved
 
@@ -244,9 +253,7 @@ class RunState:
             path = self.run.save(LATEST, self.latest_payload())
         except CheckpointError as exc:
             log.error("final checkpoint failed: %s", exc)
-            self.run.metrics.log(
-                "checkpoint_error", self.envstep, self.train_iter, kind="final", error=str(exc)
-            )
+            self._emit_checkpoint_error("final", exc)
             return exc
         self._saved("latest", path, reason="stop")
         return None
@@ -267,9 +274,7 @@ class RunState:
                 log.warning("%s checkpoint failed (training goes on; retried later): %s", kind, exc)
             if full or kind not in self._failing:
                 self._failing.add(kind)
-                self.run.metrics.log(
-                    "checkpoint_error", self.envstep, self.train_iter, kind=kind, error=str(exc)
-                )
+                self._emit_checkpoint_error(kind, exc)
             return False
         self._saved(kind, path, reason)
         return True
@@ -280,14 +285,22 @@ class RunState:
             log.info("%s checkpoint written again (%s)", kind, path.name)
         if kind == "latest":
             owed = self.trainer.owed_steps()  # trained on resume (run_end reads it)
-            self.run.metrics.log(
-                "checkpoint",
-                self.envstep,
-                self.train_iter,
-                name=path.name,
-                reason=reason,
-                owed_steps=owed,
+            self.run.metrics.emit(
+                CheckpointEvent(
+                    envstep=self.envstep,
+                    train_iter=self.train_iter,
+                    name=path.name,
+                    reason=reason,
+                    owed_steps=owed,
+                )
             )
+
+    def _emit_checkpoint_error(self, kind: str, exc: CheckpointError) -> None:
+        self.run.metrics.emit(
+            CheckpointErrorEvent(
+                envstep=self.envstep, train_iter=self.train_iter, kind=kind, error=str(exc)
+            )
+        )
 
     def latest_payload(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The resumable state: learner, buffer, counters, RNG states (user_lessons: resume)."""
@@ -348,7 +361,9 @@ class RunState:
             random.setstate(payload["python_rng"])
         self.start_envstep, self.start_train_iter = self.envstep, self.train_iter
         self._latest_at = (time.monotonic(), self.train_iter)
-        self.run.metrics.log("resume", self.envstep, self.train_iter, checkpoint=str(path))
+        self.run.metrics.emit(
+            ResumeEvent(envstep=self.envstep, train_iter=self.train_iter, checkpoint=str(path))
+        )
         log.info(
             "resumed from %s at env step %d, train_iter %d",
             path,
@@ -363,15 +378,15 @@ class RunState:
         A full disk under the logs is no crash: the stop reason is "disk_full" and the final
         checkpoint is written if there is room for it."""
         if isinstance(exc, DiskFull):
-            self.stop_reason = "disk_full"
+            self.stop_reason = StopReason.DISK_FULL
             return
-        self.stop_reason = "error"
+        self.stop_reason = StopReason.ERROR
         self.error = f"{type(exc).__name__}: {exc}"
 
     def summary(self, wall_s: float) -> RunSummary:
         """The run's outcome."""
         return RunSummary(
-            stop_reason=self.stop_reason or "interrupted",
+            stop_reason=self.stop_reason or StopReason.INTERRUPTED,
             envstep=self.envstep,
             train_iter=self.train_iter,
             best_reward=self.best_reward,

@@ -31,6 +31,7 @@ from zeropipe.learner.learner import Learner
 from zeropipe.learner.precision import log_choice
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.pipeline.events import RunEvent, StopEvent, TrainEvent
 from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
@@ -42,7 +43,7 @@ from zeropipe.pipeline.training import Trainer
 log = logging.getLogger("zeropipe.driver")
 
 A = TypeVar("A")
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[[RunEvent], None]
 
 
 def _no_actors() -> None:
@@ -62,7 +63,7 @@ def open_run(
     Args:
         cfg: the experiment config.
         resume: continue from `<exp_name>/ckpt/ckpt_latest.pth.tar`.
-        listeners: called with every metrics record as it is written.
+        listeners: called with every run event as it is written.
         build_actors: builds what the driver acts with in-process (the sync pipeline's collector
             and evaluator). It runs after the learner is built, so the actors' networks draw
             from the seeded RNG in the same order as always, and before the run directory is
@@ -154,17 +155,21 @@ def log_train(state: RunState) -> None:
     """The `train` metrics line of the steps since the last one (see the module docstring)."""
     trainer = state.trainer
     buffer = trainer.buffer
-    state.run.metrics.log(
-        "train",
-        state.envstep,
-        state.train_iter,
-        **trainer.stats.flush(),
-        learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
-        learner_threads=torch.get_num_threads(),  # of this thread: the learner's
-        budget_queue_len=len(trainer.budgets),
-        buffer_transitions=buffer.num_transitions,
-        buffer_bytes_per_transition=buffer.nbytes() / max(buffer.num_transitions, 1),
-        **state.phases.fields(state.wall_s()),
+    means, steps, per_busy_s = trainer.stats.flush()
+    state.run.metrics.emit(
+        TrainEvent(
+            envstep=state.envstep,
+            train_iter=state.train_iter,
+            learner=means,
+            learner_steps=steps,
+            learner_steps_per_busy_s=per_busy_s,
+            learner_steps_per_s=(state.train_iter - state.start_train_iter) / state.wall_s(),
+            learner_threads=torch.get_num_threads(),  # of this thread: the learner's
+            budget_queue_len=len(trainer.budgets),
+            buffer_transitions=buffer.num_transitions,
+            buffer_bytes_per_transition=buffer.nbytes() / max(buffer.num_transitions, 1),
+            phases=state.phases.fields(state.wall_s()),
+        )
     )
 
 
@@ -190,14 +195,14 @@ def close_run(state: RunState, progress: ProgressLine | None) -> RunSummary:
     """
     wall_s = state.wall_s()
     summary = state.summary(wall_s)
-    error = {} if state.error is None else {"error": state.error}
-    state.run.metrics.log(
-        "stop",
-        state.envstep,
-        state.train_iter,
-        reason=summary.stop_reason,
-        **state.phases.fields(wall_s),
-        **error,
+    state.run.metrics.emit(
+        StopEvent(
+            envstep=state.envstep,
+            train_iter=state.train_iter,
+            reason=summary.stop_reason,
+            phases=state.phases.fields(wall_s),
+            error=state.error,
+        )
     )
     log.info("%s", state.phases.summary(wall_s))
     log.info("%s", stop_line(state.cfg, summary, state.error))

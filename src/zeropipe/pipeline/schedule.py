@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
 from zeropipe.buffer.segment import GameSegment
 from zeropipe.config import ExperimentConfig, PolicyConfig
+from zeropipe.pipeline.events import LIMIT_STOPS, StopReason
 
 # The stops after which the last weights are scored (see needs_final_eval).
-FINAL_EVAL_STOPS = ("max_env_step", "max_train_iter")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def should_eval(train_iter: int, last_eval_iter: int, eval_freq: int) -> bool:
 
 
 def needs_final_eval(
-    stop_reason: str | None, last_eval_version: int | None, train_iter: int
+    stop_reason: StopReason | None, last_eval_version: int | None, train_iter: int
 ) -> bool:
     """Score the last weights before the run ends? (Both pipelines apply this one rule.)
 
@@ -70,7 +70,7 @@ def needs_final_eval(
     so a resumed run that stops at once does not score the same weights twice (the sync pipeline
     used to, as it keyed on `last_reward`, which a resume does not restore).
     """
-    return stop_reason in FINAL_EVAL_STOPS and last_eval_version != train_iter
+    return stop_reason in LIMIT_STOPS and last_eval_version != train_iter
 
 
 def train_budget(cfg: PolicyConfig, segments: Sequence[GameSegment]) -> int:

@@ -3,7 +3,7 @@
 Runs in: driver (event-loop thread). `StatusBoard` listens to the `EventBus` and keeps the newest
 value of each figure the run writes to metrics.jsonl (and TensorBoard); `snapshot()` is what
 `run.status()` and `GET /status` return, and what `GET /metrics` exports. It never reads the
-buffer or the learner (they belong to the driver), only the records and the worker handles.
+buffer or the learner (they belong to the driver), only the events and the worker handles.
 
 Rates are windowed: env steps and learner steps per second over the last 10 and 60 seconds of
 the run, up to the moment of the snapshot (a run that stopped progressing shows its rates
@@ -16,11 +16,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from zeropipe.pipeline.events import EventBus
-from zeropipe.pipeline.phases import PHASES
+from zeropipe.pipeline.event_bus import EventBus
+from zeropipe.pipeline.events import (
+    CheckpointEvent,
+    CollectEvent,
+    EvalEvent,
+    PublishEvent,
+    RestartEvent,
+    RunEvent,
+    StopEvent,
+    TrainEvent,
+)
+from zeropipe.pipeline.phases import PHASES, PhaseTotals
 
 WorkerStates = Callable[[], dict[str, dict[str, Any]]]
 
@@ -29,7 +39,7 @@ WINDOWS_S = (10, 60)  # the rate windows
 
 
 class StatusBoard:
-    """The newest figures of one run, updated by each metrics record.
+    """The newest figures of one run, updated by each run event.
 
     Args:
         clock: monotonic seconds (tests pass their own).
@@ -67,52 +77,56 @@ class StatusBoard:
         self.busy_fraction: dict[str, float] = {}
         self.worker_states: WorkerStates | None = None  # set by the driver once it has workers
 
-    def update(self, record: Mapping[str, Any]) -> None:
-        """Fold one metrics record in."""
+    def update(self, event: RunEvent) -> None:
+        """Fold one event in."""
         f = self.figures
-        kind = record["event"]
-        f["time_s"] = record["time_s"]
-        f["envstep"] = record["envstep"]
-        f["train_iter"] = record["train_iter"]
-        self._sample(record["time_s"], record["envstep"], record["train_iter"])
-        for key in ("budget_queue_len", "policy_lag"):
-            if record.get(key) is not None:
-                f[key] = record[key]
-        for key in ("envstep_per_s", "learner_steps_per_s"):
-            if record.get(key) is not None:
-                f[f"{key}_run"] = record[key]
-        if kind in ("train", "stop"):
-            self._phases(record)
-        if kind == "train":
-            self.losses = {k: v for k, v in record.items() if k.endswith("_loss")}
-        elif kind == "collect":
-            f["collects"] += 1
-            if record.get("worker") and record.get("worker_busy_fraction") is not None:
-                self.busy_fraction[record["worker"]] = record["worker_busy_fraction"]
-        elif kind == "eval":
-            f["evals"] += 1
-            f["last_eval"] = record["reward_mean"]
-            if f["best_eval"] is None or record["reward_mean"] > f["best_eval"]:
-                f["best_eval"] = record["reward_mean"]
-        elif kind == "publish":
-            f["publishes"] += 1
-            f["publish_s_total"] += record["publish_s"]
-            f["publish_s_last"] = record["publish_s"]
-        elif kind == "restart":
-            f["restarts"] += 1
-        elif kind == "checkpoint":
-            f["checkpoints"] += 1
-        elif kind == "stop":
-            f["running"] = False
-            f["stop_reason"] = record["reason"]
+        f["time_s"] = event.time_s
+        f["envstep"] = event.envstep
+        f["train_iter"] = event.train_iter
+        self._sample(event.time_s, event.envstep, event.train_iter)
+        match event:
+            case CollectEvent():
+                self._collect(event)
+            case TrainEvent():
+                f["budget_queue_len"] = event.budget_queue_len
+                f["learner_steps_per_s_run"] = event.learner_steps_per_s
+                self._phases(event.phases)
+                self.losses = event.losses
+            case EvalEvent():
+                f["evals"] += 1
+                f["last_eval"] = event.reward_mean
+                if f["best_eval"] is None or event.reward_mean > f["best_eval"]:
+                    f["best_eval"] = event.reward_mean
+            case PublishEvent():
+                f["publishes"] += 1
+                f["publish_s_total"] += event.publish_s
+                f["publish_s_last"] = event.publish_s
+            case RestartEvent():
+                f["restarts"] += 1
+            case CheckpointEvent():
+                f["checkpoints"] += 1
+            case StopEvent():
+                self._phases(event.phases)
+                f["running"] = False
+                f["stop_reason"] = str(event.reason)
 
-    def _phases(self, record: Mapping[str, Any]) -> None:
+    def _collect(self, event: CollectEvent) -> None:
+        f = self.figures
+        f["collects"] += 1
+        f["budget_queue_len"] = event.budget_queue_len
+        f["policy_lag"] = event.policy_lag
+        f["envstep_per_s_run"] = event.envstep_per_s
+        f["learner_steps_per_s_run"] = event.learner_steps_per_s
+        if event.worker and event.worker_busy_fraction is not None:
+            self.busy_fraction[event.worker] = event.worker_busy_fraction
+
+    def _phases(self, totals: PhaseTotals | None) -> None:
+        if totals is None:
+            return
         for phase in PHASES:
-            if record.get(f"{phase}_s_total") is not None:
-                self.phase_s[phase] = record[f"{phase}_s_total"]
-        for key in ("learner_busy_fraction", "overlap_bound_s"):
-            if record.get(key) is not None:
-                self.figures[key] = record[key]
+            self.phase_s[phase] = getattr(totals, f"{phase}_s_total")
+        self.figures["learner_busy_fraction"] = totals.learner_busy_fraction
+        self.figures["overlap_bound_s"] = totals.overlap_bound_s
 
     def _sample(self, time_s: float, envstep: int, train_iter: int) -> None:
         if self._origin is None or time_s == 0.0:

@@ -58,11 +58,12 @@ class TrainStats:
         self.busy_s += seconds
         self.step_s = _ema(self.step_s, seconds)
 
-    def flush(self) -> dict[str, float]:
-        """Means since the last flush, plus learner steps per busy second; then reset."""
-        out = {key: value / max(self.count, 1) for key, value in self.sums.items()}
-        out["learner_steps"] = self.count
-        out["learner_steps_per_busy_s"] = self.count / self.busy_s if self.busy_s > 0 else 0.0
+    def flush(self) -> tuple[dict[str, float], int, float]:
+        """The means since the last flush, how many steps they are over, and learner steps per
+        busy second; then reset."""
+        means = {key: value / max(self.count, 1) for key, value in self.sums.items()}
+        per_busy_s = self.count / self.busy_s if self.busy_s > 0 else 0.0
+        out = (means, self.count, per_busy_s)
         self.sums, self.count, self.busy_s = {}, 0, 0.0
         return out
 
