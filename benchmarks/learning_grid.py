@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchmarks.learning import Curve
+    from benchmarks.learning_rows import Curve
 
 COLOURS = {"sync": "tab:blue", "async": "tab:orange"}
 COLUMNS = 3

@@ -33,8 +33,8 @@ import sys
 from pathlib import Path
 
 from benchmarks import main_job, render_plots, render_policies, render_search, search_networks
-from benchmarks.learning import Row as LearningRow
 from benchmarks.learning_pace import is_paced, paced_note, paced_rows
+from benchmarks.learning_rows import Row as LearningRow
 from benchmarks.learning_time import (
     WALL,
     format_censored,

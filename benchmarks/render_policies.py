@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.learning import Row
+from benchmarks.learning_rows import Row
 from benchmarks.learning_time import STEPS, WALL, format_censored
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,10 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 
 # Lowest first. A package may import its own modules and those of lower layers; packages of one
 # layer do not import each other.
@@ -35,26 +38,20 @@ UPWARD_EXCEPTIONS = {
     ("zeropipe.config.policy", "zeropipe.algos.registry"),
 }
 
-CIRCLE_EXCEPTIONS = {
-    # Type hints only (under TYPE_CHECKING): the kernels' NamedTuple lives in selection.py, and
-    # numba's on-disk cache finds compiled kernels by that type's qualified name.
-    frozenset({"zeropipe.mcts.qtransform", "zeropipe.mcts.selection"}),
-    # Type hints only: RootContexts annotates the network that creates it.
-    frozenset({"zeropipe.models.root_context", "zeropipe.models.world_model"}),
-}
+CIRCLE_EXCEPTIONS: set[frozenset[str]] = set()
 
 
-def _modules() -> dict[str, Path]:
+def _modules(base: Path = SRC, package: str = "zeropipe") -> dict[str, Path]:
     mods = {}
-    for path in sorted((SRC / "zeropipe").rglob("*.py")):
-        name = ".".join(path.relative_to(SRC).with_suffix("").parts)
+    for path in sorted((base / package).rglob("*.py")):
+        name = ".".join(path.relative_to(base).with_suffix("").parts)
         mods[name.removesuffix(".__init__")] = path
     return mods
 
 
-def _imported(tree: ast.Module, mods: dict[str, Path]) -> Iterator[str]:
-    """Every zeropipe module `tree` imports, by statement or by `import_module(...)` of a string
-    literal or of a module-level string constant."""
+def _imported(tree: ast.Module, mods: dict[str, Path], package: str = "zeropipe") -> Iterator[str]:
+    """Every module of `package` that `tree` imports, by statement or by `import_module(...)` of
+    a string literal or of a module-level string constant."""
     constants = {
         target.id: node.value.value
         for node in tree.body
@@ -63,26 +60,26 @@ def _imported(tree: ast.Module, mods: dict[str, Path]) -> Iterator[str]:
         if isinstance(target, ast.Name)
     }
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("zeropipe"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 yield sub if sub in mods else node.module
         elif isinstance(node, ast.Import):
-            yield from (a.name for a in node.names if a.name.startswith("zeropipe"))
+            yield from (a.name for a in node.names if a.name.startswith(package))
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
             for arg in node.args:
                 value = constants.get(arg.id) if isinstance(arg, ast.Name) else None
                 value = arg.value if isinstance(arg, ast.Constant) else value
-                if isinstance(value, str) and value.startswith("zeropipe"):
+                if isinstance(value, str) and value.startswith(package):
                     yield value
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module → the zeropipe modules it imports."""
-    mods = _modules()
+def import_graph(base: Path = SRC, package: str = "zeropipe") -> dict[str, set[str]]:
+    """Module → the modules of `package` it imports."""
+    mods = _modules(base, package)
     graph = {}
     for name, path in mods.items():
-        found = set(_imported(ast.parse(path.read_text()), mods))
+        found = set(_imported(ast.parse(path.read_text()), mods, package))
         graph[name] = {m for m in found if m in mods and m != name}
     return graph
 
@@ -166,6 +163,11 @@ def test_no_import_circle_but_the_named_ones():
     for importer, imported in UPWARD_EXCEPTIONS:
         graph[importer].discard(imported)
     assert circles(graph) == CIRCLE_EXCEPTIONS
+
+
+@pytest.mark.parametrize("package", ["benchmarks", "tests"])
+def test_no_import_circle_in_the_rest_of_the_repository(package: str):
+    assert circles(import_graph(ROOT, package)) == set()
 
 
 def test_the_checks_see_a_violation():

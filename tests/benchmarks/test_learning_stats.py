@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from benchmarks.learning import Row
+from benchmarks.learning_rows import Row
 from benchmarks.learning_stats import (
     censored_median,
     format_median_ratio,

@@ -17,15 +17,11 @@ that weight is LightZero's softmax of the already-softmaxed prior (cnode.cpp:101
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numba import njit
 
+from zeropipe.mcts.params import SearchParams
 from zeropipe.mcts.tree import ROOT_INDEX, Tree
-
-if TYPE_CHECKING:  # selection.py imports this module
-    from zeropipe.mcts.selection import SearchParams
 
 # mctx `_rescale_qvalues` epsilon: a node whose completed Q are all equal maps them to 0.
 RESCALE_EPSILON = 1e-8

@@ -27,11 +27,11 @@ over the completed Q of `qtransform.py`. The per-node functions are inlined into
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from zeropipe.mcts.params import SearchParams
 from zeropipe.mcts.qtransform import sigma_completed_q
 from zeropipe.mcts.streams import keyed_uniform
 from zeropipe.mcts.tree import ROOT_INDEX, UNVISITED, Tree
@@ -52,23 +52,10 @@ LOW_LOGIT = -1e9
 TIE_EPSILON = 1e-6
 
 
-class SearchParams(NamedTuple):
-    """Scalar constants the compiled kernels read (from `SearchConfig`)."""
-
-    discount: float
-    pb_c_base: float
-    pb_c_init: float
-    value_delta_max: float
-    maxvisit_init: float
-    value_scale: float
-    # PUCT: break ties with a draw from the tree's `tie_seed` (LightZero's `rand()`), rather
-    # than taking the first maximal action (its `deterministic` flag).
-    random_ties: bool = False
-
-
-# The name before Gumbel. numba's on-disk cache indexes pickle argument types by name, and an
-# index whose type no longer resolves fails to load instead of being recompiled: keep the alias
-# so that caches written by earlier checkouts are simply found stale.
+# Earlier names of SearchParams (PuctParams before Gumbel; selection.SearchParams before it had
+# its own module). numba's on-disk cache indexes pickle argument types by name, and an index
+# whose type no longer resolves fails to load instead of being recompiled: keep the aliases so
+# that caches written by earlier checkouts are simply found stale.
 PuctParams = SearchParams
 
 

@@ -10,18 +10,32 @@ stale keys/values are ever read (LightZero clears its caches after every weight 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from zeropipe.models.network import NetworkOutput
+from zeropipe.models.transformer import CausalTransformer
 
-if TYPE_CHECKING:
-    from zeropipe.models.world_model import UniZeroNetwork
+
+class ContextNetwork(Protocol):
+    """What the caches read of the network that owns them (world_model.py's UniZeroNetwork;
+    a protocol, so that this module needs nothing of the module that creates it)."""
+
+    context_steps: int
+    weights_version: int  # bumped when the weights change: older windows are stale
+    transformer: CausalTransformer
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
+    def encode(self, obs: Tensor) -> Tensor: ...
+    def embed_actions(self, actions: Tensor) -> Tensor: ...
+    def action_tensor(self, actions: Sequence[Any], device: torch.device) -> Tensor: ...
+    def observation_heads(self, outputs: Tensor) -> tuple[Tensor, Tensor]: ...
+    def zero_reward_logits(self, batch: int) -> Tensor: ...
 
 
 @dataclass
@@ -71,7 +85,7 @@ class RootContexts:
     """
 
     def __init__(
-        self, network: UniZeroNetwork, num_envs: int, clear_interval_steps: int = 0
+        self, network: ContextNetwork, num_envs: int, clear_interval_steps: int = 0
     ) -> None:
         """Create empty contexts.
 
