@@ -11,9 +11,9 @@ uninterrupted ones), `neighbours` (the main job alone, beside a busy process, an
 `precision` (the Pong learner under float32 and its defaults) and `search-vs-lightzero` (ms per
 search of LightZero's and zeropipe's CartPole searches in alternating rounds), `search-networks`
 (ms per search of the CartPole, Pong and MinAtar networks in this checkout and another, in
-alternating rounds); `same-run A B`
-compares two runs' train lines and evals (is an async run its sync run?). They print the same
-header; their results are their own tables.
+alternating rounds). They print the same header; their results are their own tables. Whether two
+runs are the same run (an async run with a budget queue of one and its sync run, a resumed run
+and the uninterrupted one) is `zeropipe compare RUN_A RUN_B`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from benchmarks import (
     main_job,
     pace,
     render,
-    same_run,
     search_networks,
     search_vs_lightzero,
 )
@@ -58,7 +57,6 @@ ON_REQUEST = {
     "resume": bench_resume.main,
     "neighbours": bench_neighbours.main,
     "precision": bench_precision.main,
-    "same-run": same_run.main,
     "pace": pace.main,
     "render": render.main,
     "search-vs-lightzero": search_vs_lightzero.main,

@@ -50,6 +50,8 @@ PLACEHOLDERS = {
     "RUN_DIR": "runs/earlier",
     "RUN_DIR...": "runs/earlier",
     "RUN": "runs/earlier",
+    "RUN_A": "runs/earlier",  # `compare`: a run against itself is the same run
+    "RUN_B": "runs/earlier",
     "EXP": "runs/seeds",
 }
 SEEDS_DIR = "runs/seeds"

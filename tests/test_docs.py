@@ -211,7 +211,7 @@ ZEROPIPE_COMMANDS = _zeropipe_commands()
 
 def test_the_pages_show_zeropipe_commands():
     subcommands = {argv[0] for _, argv in ZEROPIPE_COMMANDS}
-    assert subcommands == {"train", "eval", "plot", "config", "import"}
+    assert subcommands == {"train", "eval", "plot", "config", "import", "compare"}
 
 
 @pytest.mark.parametrize(
@@ -277,7 +277,7 @@ class _Parsed(Exception):
 
 def test_the_pages_show_benchmark_commands():
     sections = {argv[0] if argv else "" for _, argv in BENCHMARK_COMMANDS}
-    assert {"learning", "resume", "render", "same-run"} <= sections
+    assert {"learning", "resume", "render", "pace"} <= sections
 
 
 @pytest.mark.timeout(60)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from benchmarks.learning_rows import Row
 from benchmarks.learning_pace import is_paced, paced_ratio, paced_rows
+from benchmarks.learning_rows import Row
 from benchmarks.learning_time import format_time_table, wall_ratios
 
 

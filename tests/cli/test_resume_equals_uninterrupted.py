@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import same_run
 from tests.cli.test_cli import TINY, run_cli
 from tests.cli.test_run_recovery import start, wait_for
+from zeropipe.cli import compare as same_run
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 

@@ -1,9 +1,10 @@
-"""Command line: `zeropipe train | config | eval | plot | import`.
+"""Command line: `zeropipe train | config | eval | plot | import | compare`.
 
 Runs in: driver. A thin layer: it parses arguments, loads and checks the config (before anything is
 written to the run directory), and calls the pipeline (`train`), prints the resolved config
-(`config`), scores a checkpoint (`eval`, cli/evaluation.py) or draws learning curves (`plot`,
-cli/curves.py). Exit status: 0 on success (for `train`: the run ended by its own stop rule, or a
+(`config`), scores a checkpoint (`eval`, cli/evaluation.py), draws learning curves (`plot`,
+cli/curves.py) or says whether two runs are the same run (`compare`, cli/compare.py; exit 1 when
+they are not). Exit status: 0 on success (for `train`: the run ended by its own stop rule, or a
 --resume found that it had met one already and trained nothing), 2 for a bad configuration or
 input file (including an exp_name that already holds a run, without --resume), 130 after
 Ctrl-C, 143 after SIGTERM (which takes the Ctrl-C path: final checkpoint, clean shutdown; the
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeropipe.cli.async_run import Terminated, run_async, sigterm_as_ctrl_c
+from zeropipe.cli.compare import add_compare_parser, run_compare
 from zeropipe.cli.errors import InputError
 from zeropipe.cli.held_import import import_holding_ctrl_c
 from zeropipe.cli.import_config import add_import_parser, run_import
@@ -120,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_eval_parser(sub)
     _add_plot_parser(sub)
     add_import_parser(sub)
+    add_compare_parser(sub)
     return parser
 
 
@@ -479,9 +482,8 @@ def _command(args: argparse.Namespace) -> int:
             cfg = load_checked(args.config, args.overrides, run_env_hook=False)
             sys.stdout.write(_describe(cfg) if args.describe else dump_config(cfg))
             return EXIT_OK
-        return {"train": _train, "eval": _eval, "plot": _plot, "import": run_import}[args.command](
-            args
-        )
+        commands = {"train": _train, "eval": _eval, "plot": _plot, "import": run_import}
+        return {**commands, "compare": run_compare}[args.command](args)
     except ConfigError as exc:
         for line in exc.lines:  # one line per problem, all of them
             print(f"zeropipe: config error: {line}", file=sys.stderr)

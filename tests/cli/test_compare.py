@@ -1,4 +1,4 @@
-"""`python -m benchmarks same-run A B`: an async run with a budget queue of one is its sync run
+"""`zeropipe compare A B`: an async run with a budget queue of one is its sync run
 (the README's parity reading rests on this), and with the default queue it is not, which the
 command says with the first differing learner step. Real runs through the CLI; then the
 comparison's rules on written logs: machine keys left out, a resumed log's repeated learner step
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import same_run
 from tests.cli.test_cli import TINY, run_cli
+from zeropipe.cli import compare as same_run
 
 ROOT = Path(__file__).resolve().parents[2]
 # both pipelines score the versions at multiples of eval_freq (`learner_step`), so their evals
@@ -28,7 +28,7 @@ SETTINGS = [
 
 def _same_run(a: Path, b: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "benchmarks", "same-run", str(a), str(b)],
+        [sys.executable, "-m", "zeropipe", "compare", str(a), str(b)],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 

@@ -1,6 +1,6 @@
-"""`python -m benchmarks same-run A B`: are two runs the same run, up to the shorter one's end?
+"""`zeropipe compare RUN_A RUN_B`: are two runs the same run, up to the shorter one's end?
 
-Runs in: its own process; reads the two runs' `log/metrics.jsonl`, trains nothing. An async run
+Runs in: the CLI's process; reads the two runs' `log/metrics.jsonl`, trains nothing. An async run
 with a budget queue of one collects and trains in the sync run's order, so its `train` lines
 (the env steps and every training value, each `train_log_interval` learner steps) must equal
 the sync run's at the same learner step, and its evals of the same weights must score the same.
@@ -130,14 +130,24 @@ def _compare_evals(evals_a: dict, evals_b: dict) -> tuple[bool, str]:
     return not unequal, line + "".join(f"; v{v}: {evals_a[v]} / {evals_b[v]}" for v in unequal[:3])
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks same-run", description=__doc__)
+def add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    """The `compare` subcommand's arguments."""
+    parser = sub.add_parser(
+        "compare",
+        help="are two runs the same run? (train lines and evals, up to the shorter one's end)",
+        description="Exit status 0: the same run; 1: they differ (the first difference is "
+        "printed); 2: bad input.",
+    )
     parser.add_argument("run_a", type=Path, help="a run's directory (exp_name), e.g. the sync run")
     parser.add_argument("run_b", type=Path, help="the run to compare it with, e.g. the async run")
-    args = parser.parse_args(argv)
-    try:
-        same, report = compare(args.run_a, args.run_b)
-    except InputError as exc:
-        parser.exit(2, f"same-run: {exc}\n")
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Print the comparison; 0 when the runs are the same run, 1 when they differ.
+
+    Raises:
+        InputError: a directory is not a run, or the runs share no train line.
+    """
+    same, report = compare(args.run_a, args.run_b)
     print("\n".join(report))
-    raise SystemExit(0 if same else 1)
+    return 0 if same else 1
