@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from zeropipe.config import load_config
+from zeropipe.learner.trainer import Trainer
 from zeropipe.mcts import ActingParams
 from zeropipe.pipeline.build import build_collector, build_driver
-from zeropipe.pipeline.training import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,8 +28,8 @@ import warnings
 import torch
 
 from zeropipe.config import load_config
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline.build import build_collector, build_driver
-from zeropipe.pipeline.training import Trainer
 
 
 def time_learners(

@@ -11,7 +11,7 @@ import numpy as np
 from tests.buffer.factories import make_segment
 from zeropipe.buffer import ReplayBatch, ReplayBuffer
 from zeropipe.learner.learner import Learner, StepResult
-from zeropipe.pipeline.training import Trainer
+from zeropipe.learner.trainer import Trainer
 
 from .factories import replay_buffer, tiny_network, tiny_policy
 

@@ -14,6 +14,7 @@ import torch
 
 from tests.runlog import events
 from tests.tiny import tiny_config
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline import run_dir as run_dir_module
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.build import build_driver
@@ -23,7 +24,6 @@ from zeropipe.pipeline.run_dir import LATEST, RunDir, load_latest
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.sync import train_sync
 from zeropipe.pipeline.threads import ThreadChoice
-from zeropipe.pipeline.training import Trainer
 from zeropipe.transport import snapshot as snapshot_module
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("no_leaks")]

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.tiny import tiny_config
 from zeropipe import start
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline.events import (
     CollectEvent,
     EvalEvent,
@@ -25,7 +26,6 @@ from zeropipe.pipeline.events import (
 )
 from zeropipe.pipeline.phases import PhaseTotals
 from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.training import Trainer
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
 

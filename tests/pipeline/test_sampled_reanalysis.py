@@ -16,7 +16,7 @@ from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import PolicyConfig
 from zeropipe.learner.learner import Learner
-from zeropipe.pipeline.training import Trainer
+from zeropipe.learner.trainer import Trainer
 
 
 class RecordingBuffer(ReplayBuffer):

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zeropipe.pipeline.schedule import (
-    is_trainable,
-    needs_final_eval,
-    reanalyze_interval,
-    reanalyze_period,
-    should_eval,
-    should_publish,
-)
+from zeropipe.learner.budget import is_trainable, reanalyze_interval, reanalyze_period
+from zeropipe.pipeline.schedule import needs_final_eval, should_eval, should_publish
 
 
 @pytest.mark.parametrize(

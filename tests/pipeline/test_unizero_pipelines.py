@@ -11,10 +11,10 @@ import torch
 from tests.tiny import tiny_config
 from zeropipe.algos.network_search import root_inference
 from zeropipe.config import config_from_dict
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.build import build_collector, build_driver, build_evaluator
 from zeropipe.pipeline.sync import train_sync
-from zeropipe.pipeline.training import Trainer
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
 

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.learner.budget import TrainBudget, train_budget
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline.errors import CheckpointDiskFull, CheckpointError, DiskFull
 from zeropipe.pipeline.events import (
     CheckpointErrorEvent,
@@ -35,10 +37,8 @@ from zeropipe.pipeline.events import (
     StopReason,
 )
 from zeropipe.pipeline.run_dir import LATEST, RunDir
-from zeropipe.pipeline.schedule import train_budget
 from zeropipe.pipeline.text_log import SHOWN_QUIET
 from zeropipe.pipeline.threads import ThreadChoice
-from zeropipe.pipeline.training import TrainBudget, Trainer
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
 

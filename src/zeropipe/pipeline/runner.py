@@ -29,6 +29,7 @@ import torch
 from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.learner.learner import Learner
 from zeropipe.learner.precision import log_choice
+from zeropipe.learner.trainer import Trainer
 from zeropipe.pipeline.build import build_driver
 from zeropipe.pipeline.errors import CheckpointError
 from zeropipe.pipeline.events import RunEvent, StopEvent, TrainEvent
@@ -38,7 +39,6 @@ from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_lines import start_line, stop_line
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.threads import apply_threads, choose_threads
-from zeropipe.pipeline.training import Trainer
 
 log = logging.getLogger("zeropipe.driver")
 

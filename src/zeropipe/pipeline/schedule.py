@@ -1,5 +1,5 @@
 """Schedules shared by both pipelines: eval gate, final eval, collect temperature and epsilon,
-train budgets, reanalysis timing, trainability, weight sync.
+weight sync, learner threads (the train budgets' rules are learner/budget.py's).
 
 Runs in: driver. Pure functions of counters, so the sync and async drivers apply the very same
 rules (the reference's `_run_async_driver`) and tests can check them as tables.
@@ -8,15 +8,11 @@ rules (the reference's `_run_async_driver`) and tests can check them as tables.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
-from zeropipe.buffer.segment import GameSegment
-from zeropipe.config import ExperimentConfig, PolicyConfig
+from zeropipe.config import ExperimentConfig
 from zeropipe.pipeline.events import LIMIT_STOPS, StopReason
-
-# The stops after which the last weights are scored (see needs_final_eval).
 
 
 @dataclass(frozen=True)
@@ -71,41 +67,6 @@ def needs_final_eval(
     used to, as it keyed on `last_reward`, which a resume does not restore).
     """
     return stop_reason in LIMIT_STOPS and last_eval_version != train_iter
-
-
-def train_budget(cfg: PolicyConfig, segments: Sequence[GameSegment]) -> int:
-    """Learner steps owed for one collect: `update_per_collect`, else replay_ratio × transitions."""
-    if cfg.update_per_collect is not None:
-        return cfg.update_per_collect
-    collected = sum(min(seg.length, cfg.game_segment_length) for seg in segments)
-    return int(collected * cfg.replay_ratio)
-
-
-def reanalyze_interval(budget_steps: int, freq: float) -> int | None:
-    """Learner steps between buffer reanalyses inside a budget (freq ≥ 1), never 0.
-
-    Returns None when reanalysis is not scheduled per step (freq < 1 or 0).
-    """
-    if freq < 1:
-        return None
-    return max(1, int(budget_steps // freq))
-
-
-def reanalyze_period(freq: float) -> int | None:
-    """Completed budgets between buffer reanalyses for 0 < freq < 1 (None otherwise).
-
-    Uses round(1/freq): the reference's float `1 // freq` is one short (1 // 0.1 == 9.0).
-    """
-    if not 0 < freq < 1:
-        return None
-    return max(1, round(1 / freq))
-
-
-def is_trainable(
-    envstep: int, num_transitions: int, train_start_after_envsteps: int, batch_size: int
-) -> bool:
-    """Training may start: strictly more env steps than the threshold and than a batch of data."""
-    return envstep > train_start_after_envsteps and num_transitions > batch_size
 
 
 def should_publish(

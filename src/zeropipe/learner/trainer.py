@@ -1,9 +1,10 @@
-"""Train budgets and learner steps, shared by the sync and async drivers.
+"""The trainer: the queue of train budgets and the learner steps they owe, shared by the sync and
+async drivers.
 
-Runs in: driver. One collect earns one `TrainBudget`; `Trainer.step()` runs one learner step from
-the head budget: sample → learner step → priority and reanalysis write-back, with buffer
-reanalysis scheduled as in the reference but without its epoch-0 storm (reanalysis needs at least
-one completed budget when scheduled by period) and without its off-by-one period.
+Runs in: driver. One collect earns one `TrainBudget` (budget.py); `Trainer.step()` runs one
+learner step from the head budget: sample → learner step → priority and reanalysis write-back,
+with buffer reanalysis scheduled as in the reference but without its epoch-0 storm (reanalysis
+needs at least one completed budget when scheduled by period) and without its off-by-one period.
 """
 
 from __future__ import annotations
@@ -11,28 +12,30 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from zeropipe.algos.targets import PolicyWriteback
 from zeropipe.buffer import ReplayBuffer
 from zeropipe.config import PolicyConfig
+from zeropipe.learner.budget import TrainBudget, is_trainable, reanalyze_interval, reanalyze_period
 from zeropipe.learner.learner import Learner, StepResult
-from zeropipe.pipeline.phases import PhaseClock
-from zeropipe.pipeline.schedule import is_trainable, reanalyze_interval, reanalyze_period
 
 
-@dataclass
-class TrainBudget:
-    """Learner steps owed for one collect."""
+class PhaseTimer(Protocol):
+    """Where the trainer's seconds are counted (the run's `pipeline.phases.PhaseClock`)."""
 
-    steps: int
-    reanalyze_interval: int | None
-    progress: int = 0
+    def timing(self, phase: str) -> AbstractContextManager[None]:
+        """Count the seconds of the `with` block to `phase` ("train" or "driver")."""
+        ...
 
-    @property
-    def done(self) -> bool:
-        """All steps taken."""
-        return self.progress >= self.steps
+
+class _Untimed:
+    """A timer that counts nothing (a trainer outside a run: tests, benchmarks)."""
+
+    def timing(self, phase: str) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 RECENT_WEIGHT = 0.1  # of the newest step in TrainStats.recent (about the last 10 steps)
@@ -89,9 +92,9 @@ class Trainer:
         learner: Learner,
         buffer: ReplayBuffer,
         cfg: PolicyConfig,
-        phases: PhaseClock | None = None,
+        phases: PhaseTimer | None = None,
     ) -> None:
-        self.phases = phases if phases is not None else PhaseClock()
+        self.phases = phases if phases is not None else _Untimed()
         self.learner = learner
         self.buffer = buffer
         self.cfg = cfg
