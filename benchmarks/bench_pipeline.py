@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zeropipe.pipeline.phases import PHASES
+from zeropipe.outputs.phases import PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def _run(config: str, window_s: float, extra: list[str], workdir: Path) -> dict[
 
 def _phases(train: dict[str, Any] | None) -> dict[str, Any]:
     """The run's seconds by phase and the learner's busy fraction at its last train line in the
-    window (pipeline/phases.py); empty before the first learner step."""
+    window (outputs/phases.py); empty before the first learner step."""
     if train is None:
         return {}
     phases = {p: train[f"{p}_s_total"] for p in PHASES}

@@ -18,7 +18,7 @@ import time
 import torch
 
 from zeropipe.config import load_config
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 from zeropipe.workers.factory import build_evaluator
 
 

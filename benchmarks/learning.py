@@ -50,7 +50,7 @@ from benchmarks.machine import describe_run
 from benchmarks.overrides import for_pipeline, recorded_command
 from zeropipe.cli.curves import complete_lines, plot_runs, read_run
 from zeropipe.cli.errors import InputError
-from zeropipe.pipeline.phases import PHASES, PhaseClock
+from zeropipe.outputs.phases import PHASES, PhaseClock
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ config to `--envsteps` env steps with the stop value out of reach, so the pipeli
 work (the same replay ratio: the same learner steps per env step), and a lever's effect on time
 is not mixed with where a seed happens to pass its threshold. Per (config, variant, pipeline):
 median process wall seconds, env steps and learner steps per second of the run, the learner's
-busy fraction and the seconds per phase from the `stop` line (pipeline/phases.py), and the
+busy fraction and the seconds per phase from the `stop` line (outputs/phases.py), and the
 perfect-overlap bound of the sync runs (their wall less the shorter side of max(train + driver,
 collect + eval)). A `--variant NAME:K=V,K=V` adds runs with those settings (async ones only
 when every key is under policy.async_pipeline). Writes the rows as JSON with the machine
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from benchmarks.machine import describe_run
 from benchmarks.overrides import for_pipeline, recorded_command
-from zeropipe.pipeline.phases import PHASES, PhaseClock
+from zeropipe.outputs.phases import PHASES, PhaseClock
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ SRC = ROOT / "src"
 # layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"config", "transport"}),  # plain data and bytes: no RL code
-    frozenset({"envs", "models", "buffer"}),
+    frozenset({"envs", "models", "buffer", "outputs"}),  # outputs: a run's directory and logs
     frozenset({"mcts"}),
     frozenset({"algos"}),  # registry.py at its top
     frozenset({"learner", "workers"}),

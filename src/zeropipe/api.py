@@ -84,7 +84,7 @@ def train(
             run's directory, or a resume that would change the run.
         ValueError: ``pipeline`` is neither "sync" nor "async".
         CheckpointError: ``resume`` found no readable checkpoint, or the final checkpoint could
-            not be written (``zeropipe.pipeline.errors``).
+            not be written (``zeropipe.outputs.errors``).
         WorkerFailed: an async worker failed beyond its restarts (``zeropipe.pipeline.errors``).
         KeyboardInterrupt: after the final checkpoint is written (Ctrl-C).
     """

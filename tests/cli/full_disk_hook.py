@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from zeropipe.pipeline import metrics_log
+from zeropipe.outputs import metrics_log
 
 VARIABLE = "ZEROPIPE_TEST_FULL_DISK"
 HOOK = "tests.cli.full_disk_hook:fill_disk"

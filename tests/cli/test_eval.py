@@ -15,7 +15,7 @@ import torch
 from tests.cli.test_cli import TINY, run_cli
 from tests.crafted import write_crafted_checkpoint
 from zeropipe.cli.main import main
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 
 CARTPOLE = (
     TINY.replace("env_id: zeropipe/Chain-v0", "env_id: CartPole-v1")

@@ -14,7 +14,7 @@ from tests.cli.full_disk_hook import HOOK, VARIABLE
 from tests.cli.test_cli import TINY, cli_env
 from tests.cli.test_run_recovery import shm_of
 from tests.leaks import live_pids
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 

@@ -13,8 +13,8 @@ from tests.cli.test_cli import TINY, run_cli
 from tests.tiny import tiny_config
 from zeropipe.cli.curves import GRID_POINTS, plot_runs
 from zeropipe.cli.errors import InputError
-from zeropipe.pipeline.events import CollectEvent, EvalEvent
-from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.outputs.events import CollectEvent, EvalEvent
+from zeropipe.outputs.run_dir import RunDir
 
 ENVSTEPS = [0, 100, 200]
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli.test_cli import TINY, run_cli
 from tests.cli.test_run_recovery import files_of, metrics
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 

@@ -14,7 +14,7 @@ from tests.cli.test_cli import TINY, default_sigint, run_cli
 from tests.cli.test_resume_owed_budgets import _resume
 from tests.cli.test_run_recovery import ignored_sigint, shm_of, sigterm_once_training
 from tests.leaks import live_pids
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(400)]
 

@@ -14,7 +14,7 @@ import torch
 
 from tests.cli.test_cli import TINY, run_cli
 from tests.cli.test_run_recovery import files_of, metrics
-from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
+from zeropipe.outputs.checkpoint_format import encode, read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 

@@ -16,7 +16,7 @@ import torch
 from tests.cli.test_cli import TINY, cli_env, run_cli
 from tests.cli.test_run_recovery import shm_of
 from tests.leaks import live_pids
-from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
+from zeropipe.outputs.checkpoint_format import encode, read_checkpoint
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 

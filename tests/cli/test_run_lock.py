@@ -15,7 +15,7 @@ from tests.cli.test_cli import TINY, run_cli
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
-# Holds the run directory's lock as a live zeropipe run does (pipeline/run_lock.py's protocol:
+# Holds the run directory's lock as a live zeropipe run does (outputs/run_lock.py's protocol:
 # flock on <run>/.zeropipe.lock holding the pid) until its stdin closes or it is killed.
 HOLDER = """
 import fcntl, os, sys

@@ -17,7 +17,7 @@ from tests.cli.test_cli import TINY, default_sigint, run_cli
 from tests.crafted import write_crafted_checkpoint
 from tests.leaks import live_pids
 from zeropipe.cli.curves import complete_lines
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
+from zeropipe.outputs.checkpoint_format import read_checkpoint
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -97,7 +97,7 @@ def _ckpt_dir_made_a_file(run: Path) -> None:
     (run / "ckpt").write_text("not a directory")
 
 
-@pytest.mark.slow  # the fast path has tests/pipeline/test_run_dir.py for the same policy
+@pytest.mark.slow  # the fast path has tests/outputs/test_run_dir.py for the same policy
 @pytest.mark.timeout(300)
 def test_the_same_command_twice_never_changes_the_first_run(tmp_path: Path):
     (tmp_path / "tiny.yaml").write_text(TINY.format(exp="run").replace("240", "48"))

@@ -15,12 +15,12 @@ import torch
 from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.learner.trainer import Trainer
-from zeropipe.pipeline import run_dir as run_dir_module
+from zeropipe.outputs import run_dir as run_dir_module
+from zeropipe.outputs.checkpoint_format import read_checkpoint
+from zeropipe.outputs.errors import CheckpointError
+from zeropipe.outputs.run_dir import LATEST, RunDir, load_latest
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.build import build_driver
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
-from zeropipe.pipeline.errors import CheckpointError
-from zeropipe.pipeline.run_dir import LATEST, RunDir, load_latest
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.sync import train_sync
 from zeropipe.pipeline.threads import ThreadChoice

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.tiny import tiny_config
 from zeropipe import start
 from zeropipe.learner.trainer import Trainer
-from zeropipe.pipeline.events import (
+from zeropipe.outputs.events import (
     CollectEvent,
     EvalEvent,
     PublishEvent,
@@ -24,8 +24,8 @@ from zeropipe.pipeline.events import (
     StopReason,
     TrainEvent,
 )
-from zeropipe.pipeline.phases import PhaseTotals
-from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.outputs.phases import PhaseTotals
+from zeropipe.outputs.run_dir import RunDir
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.usefixtures("no_leaks")]
 

@@ -12,8 +12,8 @@ from tests.runlog import events
 from tests.tiny import tiny_config
 from zeropipe.learner.budget import TrainBudget
 from zeropipe.learner.trainer import Trainer
+from zeropipe.outputs.run_dir import RunDir
 from zeropipe.pipeline.build import build_driver
-from zeropipe.pipeline.run_dir import RunDir
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.workers.evaluator import EvalOutcome

@@ -260,7 +260,7 @@ def test_the_weight_store_keeps_a_version_while_leased_and_only_then(monkeypatch
 @pytest.mark.timeout(300)
 async def test_a_resumed_ray_run_goes_on_with_its_collectors_states(tmp_path):
     from tests.cli.test_resume_collector_states import _held, _stored
-    from zeropipe.pipeline.checkpoint_format import read_checkpoint
+    from zeropipe.outputs.checkpoint_format import read_checkpoint
 
     run = tmp_path / "run"
     cfg = ray_config(run)

@@ -65,9 +65,9 @@ def run_async(
     Raises:
         ConfigError: async options this machine cannot honour, or a bad `status` address.
     """
+    from zeropipe.outputs.status_server import parse_address
     from zeropipe.pipeline.backends import check_async_options
     from zeropipe.pipeline.early_workers import early_workers
-    from zeropipe.pipeline.status_server import parse_address
 
     check_async_options(cfg)  # before anything is started or written
     if status is not None:
@@ -127,9 +127,9 @@ async def _train_coroutine(
     """`train_async`, beside the status endpoint when one was asked for."""
     import asyncio
 
+    from zeropipe.outputs.status import RunMonitor
+    from zeropipe.outputs.status_server import StatusServer, bind, parse_address
     from zeropipe.pipeline.async_driver import train_async
-    from zeropipe.pipeline.status import RunMonitor
-    from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
 
     _cancel_on_sigterm()
     if status is None:

@@ -1,6 +1,6 @@
 """Learning curves of runs (`zeropipe plot`): eval return and throughput against env steps or time.
 
-Runs in: driver (the CLI process). Reads each run's `log/metrics.jsonl` (pipeline/run_dir.py):
+Runs in: driver (the CLI process). Reads each run's `log/metrics.jsonl` (outputs/run_dir.py):
 `eval` lines give `reward_mean`; `collect` lines give the run's `envstep_per_s` and
 `learner_steps_per_s` so far (pipeline/run_state.py). `time_s` restarts at 0 in a resumed
 process, so each `resume` line shifts the later times by the time reached before it.

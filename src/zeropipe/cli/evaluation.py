@@ -24,8 +24,8 @@ from zeropipe.cli.video import (
     write_video,
 )
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.checkpoint_format import read_checkpoint
-from zeropipe.pipeline.errors import CheckpointError
+from zeropipe.outputs.checkpoint_format import read_checkpoint
+from zeropipe.outputs.errors import CheckpointError
 
 log = logging.getLogger("zeropipe.cli")
 

@@ -205,7 +205,7 @@ def load_checked(
             the other observation kind than a swapped env's.
     """
     from zeropipe.algos.registry import algorithm, check_action_kind
-    from zeropipe.pipeline.scalar_sinks import check_sinks
+    from zeropipe.outputs.scalar_sinks import check_sinks
 
     if cfg is None:
         cfg = load_config(path, overrides)
@@ -414,9 +414,9 @@ def _log_to_console(quiet: bool) -> None:
     records marked `SHOWN_QUIET` (the line saying what a resumed run continues from).
 
     `--quiet` filters the console handler, not the loggers, so the run's own text log
-    (`log/train.log`, pipeline/text_log.py) still gets the INFO records.
+    (`log/train.log`, outputs/text_log.py) still gets the INFO records.
     """
-    from zeropipe.pipeline.text_log import FORMAT
+    from zeropipe.outputs.text_log import FORMAT
 
     root = logging.getLogger()
     before = set(root.handlers)
@@ -475,7 +475,8 @@ def _command(args: argparse.Namespace) -> int:
     import_holding_ctrl_c("torch")  # every command's first import of it: see the function
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
-    from zeropipe.pipeline.errors import CheckpointError, DiskFull, WorkerFailed
+    from zeropipe.outputs.errors import CheckpointError, DiskFull
+    from zeropipe.pipeline.errors import WorkerFailed
 
     try:
         if args.command == "config":  # the env id too, as `train` does, but calls no code

@@ -54,7 +54,7 @@ def run_end(cfg: ExperimentConfig) -> RunEnd | None:
     Raises:
         RunDirLocked: a live process holds the run (its log is not final: that is said first).
     """
-    from zeropipe.pipeline.run_lock import check_unlocked
+    from zeropipe.outputs.run_lock import check_unlocked
 
     check_unlocked(Path(cfg.exp_name))
     records = _records(cfg)

@@ -24,7 +24,7 @@ from zeropipe.learner.learner import Learner, StepResult
 
 
 class PhaseTimer(Protocol):
-    """Where the trainer's seconds are counted (the run's `pipeline.phases.PhaseClock`)."""
+    """Where the trainer's seconds are counted (the run's `outputs.phases.PhaseClock`)."""
 
     def timing(self, phase: str) -> AbstractContextManager[None]:
         """Count the seconds of the `with` block to `phase` ("train" or "driver")."""

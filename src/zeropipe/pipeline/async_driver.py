@@ -36,17 +36,17 @@ import torch
 import torch._dynamo
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.outputs.errors import CheckpointError
+from zeropipe.outputs.events import StopReason
+from zeropipe.outputs.progress import ProgressLine
+from zeropipe.outputs.status import RunMonitor
 from zeropipe.pipeline.async_loop import AsyncRun
 from zeropipe.pipeline.backend import WeightStore, WorkerBackend
 from zeropipe.pipeline.backends import check_async_options, open_backend
-from zeropipe.pipeline.errors import CheckpointError
-from zeropipe.pipeline.events import StopReason
 from zeropipe.pipeline.heavy_thread import HeavyThread
-from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.runner import close_run, finish_training, open_run
 from zeropipe.pipeline.schedule import learner_threads
-from zeropipe.pipeline.status import RunMonitor
 from zeropipe.transport import ParamLayout
 
 if TYPE_CHECKING:

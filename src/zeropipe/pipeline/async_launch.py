@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from zeropipe.outputs.events import PublishEvent, StopReason
 from zeropipe.pipeline.collect_parts import CollectInParts
 from zeropipe.pipeline.deadline import DEADLINE_HISTORY, RequestDeadlines, WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed
-from zeropipe.pipeline.events import PublishEvent, StopReason
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError

@@ -29,13 +29,13 @@ from typing import Any
 import torch
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.outputs.events import BufferEvent, RestartEvent, StopReason
+from zeropipe.outputs.progress import ProgressLine
 from zeropipe.pipeline.async_launch import Launcher
 from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.deadline import WorkerHung
 from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
-from zeropipe.pipeline.events import BufferEvent, RestartEvent, StopReason
 from zeropipe.pipeline.heavy_thread import HeavyThread
-from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import learner_step
 from zeropipe.pipeline.schedule import learner_threads, needs_final_eval

@@ -12,11 +12,11 @@ import asyncio
 from typing import Any
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.outputs.event_bus import Subscription
+from zeropipe.outputs.status import RunMonitor
+from zeropipe.outputs.status_server import StatusServer, bind, parse_address
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.event_bus import Subscription
 from zeropipe.pipeline.run_state import RunSummary
-from zeropipe.pipeline.status import RunMonitor
-from zeropipe.pipeline.status_server import StatusServer, bind, parse_address
 
 
 class Run:

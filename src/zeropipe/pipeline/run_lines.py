@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from zeropipe.pipeline.events import StopReason
+from zeropipe.outputs.events import StopReason
 
 if TYPE_CHECKING:
     from zeropipe.config import ExperimentConfig

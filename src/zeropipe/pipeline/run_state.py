@@ -27,8 +27,8 @@ import torch
 from zeropipe.config import ExperimentConfig
 from zeropipe.learner.budget import TrainBudget, train_budget
 from zeropipe.learner.trainer import Trainer
-from zeropipe.pipeline.errors import CheckpointDiskFull, CheckpointError, DiskFull
-from zeropipe.pipeline.events import (
+from zeropipe.outputs.errors import CheckpointDiskFull, CheckpointError, DiskFull
+from zeropipe.outputs.events import (
     CheckpointErrorEvent,
     CheckpointEvent,
     CollectEvent,
@@ -36,8 +36,8 @@ from zeropipe.pipeline.events import (
     ResumeEvent,
     StopReason,
 )
-from zeropipe.pipeline.run_dir import LATEST, RunDir
-from zeropipe.pipeline.text_log import SHOWN_QUIET
+from zeropipe.outputs.run_dir import LATEST, RunDir
+from zeropipe.outputs.text_log import SHOWN_QUIET
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome

@@ -30,12 +30,12 @@ from zeropipe.config import ConfigError, ExperimentConfig
 from zeropipe.learner.learner import Learner
 from zeropipe.learner.precision import log_choice
 from zeropipe.learner.trainer import Trainer
+from zeropipe.outputs.errors import CheckpointError
+from zeropipe.outputs.events import RunEvent, StopEvent, TrainEvent
+from zeropipe.outputs.phases import PhaseClock
+from zeropipe.outputs.progress import ProgressLine
+from zeropipe.outputs.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.build import build_driver
-from zeropipe.pipeline.errors import CheckpointError
-from zeropipe.pipeline.events import RunEvent, StopEvent, TrainEvent
-from zeropipe.pipeline.phases import PhaseClock
-from zeropipe.pipeline.progress import ProgressLine
-from zeropipe.pipeline.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.run_lines import start_line, stop_line
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.threads import apply_threads, choose_threads

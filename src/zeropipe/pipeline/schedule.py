@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from zeropipe.algos.collect_schedule import epsilon_at, visit_temperature
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.events import LIMIT_STOPS, StopReason
+from zeropipe.outputs.events import LIMIT_STOPS, StopReason
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import torch
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.outputs.progress import ProgressLine
 from zeropipe.pipeline.build import build_collector, build_evaluator
-from zeropipe.pipeline.progress import ProgressLine
 from zeropipe.pipeline.run_state import RunState, RunSummary, clone_state
 from zeropipe.pipeline.runner import close_run, finish_training, learner_step, open_run
 from zeropipe.pipeline.schedule import collect_params, needs_final_eval, should_eval

@@ -15,7 +15,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from zeropipe.pipeline.errors import RunDirLocked
+from zeropipe.outputs.errors import RunDirLocked
 
 LOCK_NAME = ".zeropipe.lock"
 

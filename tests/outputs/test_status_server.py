@@ -9,8 +9,8 @@ import logging
 import pytest
 import uvloop
 
-from zeropipe.pipeline import status_server
-from zeropipe.pipeline.status_server import StatusServer, bind, exposure_warning
+from zeropipe.outputs import status_server
+from zeropipe.outputs.status_server import StatusServer, bind, exposure_warning
 
 LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused
+from zeropipe.outputs.errors import CheckpointError, CheckpointRefused
 
 try:
     from numpy._core import multiarray as _multiarray  # numpy >= 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from zeropipe.pipeline import progress as progress_module
-from zeropipe.pipeline.progress import ProgressLine
+from zeropipe.outputs import progress as progress_module
+from zeropipe.outputs.progress import ProgressLine
 
 
 class Clock:

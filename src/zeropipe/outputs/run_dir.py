@@ -41,17 +41,17 @@ from typing import Any, BinaryIO
 import torch
 
 from zeropipe.config import ConfigError, ExperimentConfig, dump_config
-from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
-from zeropipe.pipeline.errors import (
+from zeropipe.outputs.checkpoint_format import encode, read_checkpoint
+from zeropipe.outputs.errors import (
     CheckpointDiskFull,
     CheckpointError,
     CheckpointRefused,
     RunDirExists,
 )
-from zeropipe.pipeline.metrics_log import MetricsLog
-from zeropipe.pipeline.run_lock import LOCK_NAME, RunLock, check_unlocked
-from zeropipe.pipeline.scalar_sinks import check_sinks, open_sinks
-from zeropipe.pipeline.text_log import TextLog
+from zeropipe.outputs.metrics_log import MetricsLog
+from zeropipe.outputs.run_lock import LOCK_NAME, RunLock, check_unlocked
+from zeropipe.outputs.scalar_sinks import check_sinks, open_sinks
+from zeropipe.outputs.text_log import TextLog
 
 log = logging.getLogger("zeropipe.run")
 

@@ -13,9 +13,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
-from zeropipe.pipeline.events import CheckpointEvent, EvalEvent, TrainEvent
-from zeropipe.pipeline.run_dir import RunDir
-from zeropipe.pipeline.scalar_sinks import curve_scalars, flat_config
+from zeropipe.outputs.events import CheckpointEvent, EvalEvent, TrainEvent
+from zeropipe.outputs.run_dir import RunDir
+from zeropipe.outputs.scalar_sinks import curve_scalars, flat_config
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_a_tensorboard_writer_that_fails_stops_the_sink_not_the_run(tmp_path: Pa
     unhandled thread exception into a failure)."""
     import errno
 
-    from zeropipe.pipeline.scalar_sinks import TensorBoardSink
+    from zeropipe.outputs.scalar_sinks import TensorBoardSink
 
     sink = TensorBoardSink(tmp_path, None)
     event_writer = sink._writer.file_writer.event_writer

@@ -16,15 +16,10 @@ import torch
 from tests.crafted import write_crafted_checkpoint
 from tests.tiny import tiny_config
 from zeropipe.config import ConfigError
-from zeropipe.pipeline import run_dir as run_dir_module
-from zeropipe.pipeline.errors import (
-    CheckpointError,
-    CheckpointRefused,
-    RunDirExists,
-    RunDirLocked,
-)
-from zeropipe.pipeline.events import CollectEvent, ResumeEvent
-from zeropipe.pipeline.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
+from zeropipe.outputs import run_dir as run_dir_module
+from zeropipe.outputs.errors import CheckpointError, CheckpointRefused, RunDirExists, RunDirLocked
+from zeropipe.outputs.events import CollectEvent, ResumeEvent
+from zeropipe.outputs.run_dir import LATEST, LATEST_PREV, RunDir, load_latest
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -272,7 +267,7 @@ RUN_DIR_HOLDER = """
 import sys
 from pathlib import Path
 from tests.tiny import tiny_config
-from zeropipe.pipeline.run_dir import RunDir
+from zeropipe.outputs.run_dir import RunDir
 run = RunDir(tiny_config(Path(sys.argv[1])), resume=True)
 print("held", flush=True)
 sys.stdin.read()

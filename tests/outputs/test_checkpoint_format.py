@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.crafted import write_crafted_checkpoint
-from zeropipe.pipeline.checkpoint_format import encode, read_checkpoint
-from zeropipe.pipeline.errors import CheckpointError, CheckpointRefused
+from zeropipe.outputs.checkpoint_format import encode, read_checkpoint
+from zeropipe.outputs.errors import CheckpointError, CheckpointRefused
 
 # What the resumable state holds (buffer columns, numpy / python / bit_generator RNG states),
 # plus the awkward cases: a 0-d array, an empty one, a strided view, another byte order.

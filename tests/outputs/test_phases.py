@@ -1,4 +1,4 @@
-"""The time accounting (pipeline/phases.py): the clock's arithmetic by hand, and what a real run
+"""The time accounting (outputs/phases.py): the clock's arithmetic by hand, and what a real run
 of each pipeline writes to its `train` and `stop` lines."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from tests.runlog import events
 from tests.tiny import tiny_config
+from zeropipe.outputs.phases import PhaseClock
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.phases import PhaseClock
 from zeropipe.pipeline.sync import train_sync
 
 

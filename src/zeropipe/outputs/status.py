@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from zeropipe.pipeline.event_bus import EventBus
-from zeropipe.pipeline.events import (
+from zeropipe.outputs.event_bus import EventBus
+from zeropipe.outputs.events import (
     CheckpointEvent,
     CollectEvent,
     EvalEvent,
@@ -30,7 +30,7 @@ from zeropipe.pipeline.events import (
     StopEvent,
     TrainEvent,
 )
-from zeropipe.pipeline.phases import PHASES, PhaseTotals
+from zeropipe.outputs.phases import PHASES, PhaseTotals
 
 WorkerStates = Callable[[], dict[str, dict[str, Any]]]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from zeropipe.pipeline.events import CollectEvent, StopEvent, StopReason, TrainEvent
-from zeropipe.pipeline.phases import PhaseTotals
-from zeropipe.pipeline.status import StatusBoard
-from zeropipe.pipeline.status_server import _StatusCollector
+from zeropipe.outputs.events import CollectEvent, StopEvent, StopReason, TrainEvent
+from zeropipe.outputs.phases import PhaseTotals
+from zeropipe.outputs.status import StatusBoard
+from zeropipe.outputs.status_server import _StatusCollector
 
 
 class Clock:

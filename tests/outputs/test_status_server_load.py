@@ -21,7 +21,7 @@ import asyncio, resource, sys
 import uvloop
 resource.setrlimit(resource.RLIMIT_NOFILE, ({SERVER_NOFILE}, resource.getrlimit(
     resource.RLIMIT_NOFILE)[1]))
-from zeropipe.pipeline.status_server import StatusServer, bind
+from zeropipe.outputs.status_server import StatusServer, bind
 
 async def main():
     server = StatusServer(bind("127.0.0.1", 0), lambda: {{"envstep": 7, "workers": {{}}}})

@@ -19,7 +19,7 @@ import logging
 import sys
 from pathlib import Path
 
-from zeropipe.pipeline.errors import DiskFull, disk_full
+from zeropipe.outputs.errors import DiskFull, disk_full
 
 FORMAT = "%(asctime)s %(name)s %(levelname)s: %(message)s"
 # `extra` of the INFO records a console shows under `--quiet` too (what a run continues from)

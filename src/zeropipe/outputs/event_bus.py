@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from zeropipe.pipeline.events import RunEvent
+from zeropipe.outputs.events import RunEvent
 
 
 class Subscription:

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from zeropipe.pipeline.errors import DiskFull, disk_full
-from zeropipe.pipeline.events import RunEvent
-from zeropipe.pipeline.scalar_sinks import ScalarSink, curve_scalars
+from zeropipe.outputs.errors import DiskFull, disk_full
+from zeropipe.outputs.events import RunEvent
+from zeropipe.outputs.scalar_sinks import ScalarSink, curve_scalars
 
 log = logging.getLogger("zeropipe.driver")
 E = TypeVar("E", bound=RunEvent)

@@ -21,7 +21,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from zeropipe.pipeline.phases import PhaseTotals
+from zeropipe.outputs.phases import PhaseTotals
 
 # metadata of a field that a line carries only when it has a value
 OPTIONAL = MappingProxyType({"optional": True})
