@@ -25,6 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"mcts"}),
     frozenset({"algos"}),  # registry.py at its top
     frozenset({"learner", "workers"}),
+    frozenset({"backends"}),  # where the workers run: processes or Ray actors
     frozenset({"pipeline"}),
     frozenset({"cli"}),
 )

@@ -85,7 +85,7 @@ def train(
         ValueError: ``pipeline`` is neither "sync" nor "async".
         CheckpointError: ``resume`` found no readable checkpoint, or the final checkpoint could
             not be written (``zeropipe.outputs.errors``).
-        WorkerFailed: an async worker failed beyond its restarts (``zeropipe.pipeline.errors``).
+        WorkerFailed: an async worker failed beyond its restarts (``zeropipe.backends.errors``).
         KeyboardInterrupt: after the final checkpoint is written (Ctrl-C).
     """
     if pipeline not in ("sync", "async"):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from zeropipe.backends.base import WorkerHandle
 from zeropipe.pipeline.async_launch import Launcher
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.transport import EvalRequest, SnapshotRef
 

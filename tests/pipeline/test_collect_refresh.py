@@ -16,8 +16,8 @@ import pytest
 from tests.pipeline.launch_fakes import RecordingPool, VersionStore, fake_launcher
 from tests.runlog import events
 from tests.tiny import tiny_config
+from zeropipe.backends.base import WorkerHandle
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.build import build_collector
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import open_run

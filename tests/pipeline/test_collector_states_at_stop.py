@@ -13,9 +13,9 @@ import pytest
 
 from tests.pipeline.launch_fakes import InlineHeavy, RecordingPool, VersionStore, fake_launcher
 from tests.tiny import tiny_config
+from zeropipe.backends.base import WorkerHandle
 from zeropipe.pipeline.async_driver import _keep_states_unless_interrupted
 from zeropipe.pipeline.async_loop import AsyncRun
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import open_run
 from zeropipe.transport import CollectorState, CollectorStateRequest, SnapshotRef

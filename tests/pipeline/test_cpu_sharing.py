@@ -12,11 +12,11 @@ import pytest
 
 from tests.runlog import events
 from tests.tiny import tiny_config
+from zeropipe.backends.process import worker as process_module
 from zeropipe.pipeline import schedule
 from zeropipe.pipeline import threads as threads_module
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest
-from zeropipe.workers import process as process_module
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from zeropipe.backends.base import WorkerHandle
 from zeropipe.config import AsyncPipelineConfig
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.deadline import DEADLINE_HISTORY, RequestDeadlines, request_deadline_s
 
 # recent_s, first_of_worker, factor, min_s, first_min_s -> deadline_s

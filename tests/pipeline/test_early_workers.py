@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tiny import tiny_config
-from zeropipe.pipeline import supervisor
+from zeropipe.backends.process import driver as supervisor
+from zeropipe.backends.process.early import EarlyWorkers, early_workers
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.early_workers import EarlyWorkers, early_workers
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("no_leaks")]
 

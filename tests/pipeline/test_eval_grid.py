@@ -19,9 +19,9 @@ import pytest
 from tests.pipeline.launch_fakes import RecordingPool, VersionStore, fake_launcher
 from tests.runlog import events
 from tests.tiny import tiny_config
+from zeropipe.backends.base import WorkerHandle
 from zeropipe.pipeline.async_driver import train_async
 from zeropipe.pipeline.async_launch import Launcher
-from zeropipe.pipeline.backend import WorkerHandle
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import open_run
 from zeropipe.pipeline.sync import train_sync

@@ -14,10 +14,10 @@ import pytest
 
 from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
+from zeropipe.backends.base import spawn_seed
+from zeropipe.backends.ray.driver import RayBackend, RayWeightStore, actor_name
 from zeropipe.config import ConfigError
 from zeropipe.pipeline.async_driver import check_async_options, train_async
-from zeropipe.pipeline.backend import spawn_seed
-from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore, actor_name
 from zeropipe.transport import CollectRequest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")

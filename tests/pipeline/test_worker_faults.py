@@ -13,9 +13,9 @@ import pytest
 
 from tests.runlog import events, wait_for_event
 from tests.tiny import tiny_config
-from zeropipe.pipeline import supervisor
+from zeropipe.backends.base import RestartWindow, spawn_seed
+from zeropipe.backends.process import driver as supervisor
 from zeropipe.pipeline.async_driver import train_async
-from zeropipe.pipeline.backend import RestartWindow, spawn_seed
 from zeropipe.pipeline.run_state import RunSummary
 from zeropipe.transport import CollectRequest, DriverEndpoint, EvalRequest, WorkerGone
 

@@ -18,6 +18,14 @@ import pytest
 import torch
 
 from tests.tiny import tiny_config
+from zeropipe.backends.process.worker import (
+    WorkerSpec,
+    applied_environment,
+    needs_reload,
+    serve,
+    worker_environment,
+    worker_main,
+)
 from zeropipe.config import ExperimentConfig
 from zeropipe.envs import env_spec
 from zeropipe.pipeline.build import build_network
@@ -40,14 +48,6 @@ from zeropipe.transport import (
 )
 from zeropipe.workers import request_server
 from zeropipe.workers.collector import Collector
-from zeropipe.workers.process import (
-    WorkerSpec,
-    applied_environment,
-    needs_reload,
-    serve,
-    worker_environment,
-    worker_main,
-)
 from zeropipe.workers.request_server import RequestServer
 from zeropipe.workers.wire import segments_from_wire
 

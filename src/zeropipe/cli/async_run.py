@@ -56,7 +56,7 @@ def run_async(
 ):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
-    The options are checked first; then the process backend's workers start (early_workers.py),
+    The options are checked first; then the process backend's workers start (backends/process/early.py),
     so they get ready while the driver is imported and built.
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
     writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
@@ -65,9 +65,9 @@ def run_async(
     Raises:
         ConfigError: async options this machine cannot honour, or a bad `status` address.
     """
+    from zeropipe.backends.factory import check_async_options
+    from zeropipe.backends.process.early import early_workers
     from zeropipe.outputs.status_server import parse_address
-    from zeropipe.pipeline.backends import check_async_options
-    from zeropipe.pipeline.early_workers import early_workers
 
     check_async_options(cfg)  # before anything is started or written
     if status is not None:

@@ -473,10 +473,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     """Run the command; its errors as one line each and an exit status."""
     import_holding_ctrl_c("torch")  # every command's first import of it: see the function
+    from zeropipe.backends.errors import WorkerFailed
     from zeropipe.envs.spec import NonFiniteEnvOutput
     from zeropipe.learner.learner import NonFiniteError
     from zeropipe.outputs.errors import CheckpointError, DiskFull
-    from zeropipe.pipeline.errors import WorkerFailed
 
     try:
         if args.command == "config":  # the env id too, as `train` does, but calls no code

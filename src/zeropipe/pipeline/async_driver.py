@@ -7,7 +7,7 @@ collect results → push + evict → one train budget per collect; learner steps
 `max_train_chunk_steps`, yielding to messages between steps; snapshots published by the weight-sync
 rule; backpressure on the budget queue only once the buffer is trainable; evaluation of immutable
 snapshots every `eval_freq` iterations. The workers and the published weights are the configured
-backend's (backend.py: processes + shared memory, or Ray actors + Ray's object store).
+backend's (backends/base.py: processes + shared memory, or Ray actors + Ray's object store).
 
 `train_async(cfg)` is a plain coroutine: it runs inside any running loop, never calls
 `asyncio.run`, never sets a loop policy, and on cancellation keeps its idle collectors' states
@@ -35,14 +35,14 @@ import tensorboardX  # noqa: F401
 import torch
 import torch._dynamo
 
+from zeropipe.backends.base import WeightStore, WorkerBackend
+from zeropipe.backends.factory import check_async_options, open_backend
 from zeropipe.config import ExperimentConfig
 from zeropipe.outputs.errors import CheckpointError
 from zeropipe.outputs.events import StopReason
 from zeropipe.outputs.progress import ProgressLine
 from zeropipe.outputs.status import RunMonitor
 from zeropipe.pipeline.async_loop import AsyncRun
-from zeropipe.pipeline.backend import WeightStore, WorkerBackend
-from zeropipe.pipeline.backends import check_async_options, open_backend
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.runner import close_run, finish_training, open_run
@@ -50,7 +50,7 @@ from zeropipe.pipeline.schedule import learner_threads
 from zeropipe.transport import ParamLayout
 
 if TYPE_CHECKING:
-    from zeropipe.pipeline.early_workers import EarlyWorkers
+    from zeropipe.backends.process.early import EarlyWorkers
 
 __all__ = ["check_async_options", "run_labels", "train_async", "worker_states"]
 
@@ -75,7 +75,7 @@ async def train_async(
         monitor: receives every run event as it is written, and the worker states
             (`zeropipe.start` passes one; see embed.py).
         init_weights: a new run's network starts from these weights (`--init-from`).
-        early_workers: worker processes started before this call (the CLI's, early_workers.py):
+        early_workers: worker processes started before this call (the CLI's, backends/process/early.py):
             the process backend adopts those it would have started; the caller kills the rest.
 
     Returns:

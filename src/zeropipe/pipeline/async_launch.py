@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from zeropipe.backends.errors import WorkerFailed
 from zeropipe.outputs.events import PublishEvent, StopReason
 from zeropipe.pipeline.collect_parts import CollectInParts
 from zeropipe.pipeline.deadline import DEADLINE_HISTORY, RequestDeadlines, WorkerHung
-from zeropipe.pipeline.errors import WorkerFailed
 from zeropipe.pipeline.run_state import clone_state
 from zeropipe.pipeline.schedule import collect_params, should_eval, should_publish
 from zeropipe.transport import CollectRequest, EvalRequest, SnapshotRef, TransportError
@@ -32,8 +32,8 @@ from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.request_server import Role
 
 if TYPE_CHECKING:
+    from zeropipe.backends.base import WeightStore, WorkerBackend, WorkerHandle
     from zeropipe.config import ExperimentConfig
-    from zeropipe.pipeline.backend import WeightStore, WorkerBackend, WorkerHandle
     from zeropipe.pipeline.heavy_thread import HeavyThread
     from zeropipe.pipeline.run_state import RunState
 

@@ -6,7 +6,7 @@ priority and reanalysis write-back), segment decode and push, evals' best checkp
 time, each awaited: the loop yields between the learner steps of a chunk, and the buffer and
 learner are touched only by the driver (on that thread while a job runs, here between jobs).
 Launches, snapshots and the requests in flight: the run's `Launcher` (async_launch.py). Workers
-and weights are reached through the backend seam (backend.py), so these rules hold for every
+and weights are reached through the backend seam (backends/base.py), so these rules hold for every
 backend.
 
 Faults: a worker that dies (or whose request cannot be sent) loses its request at once — its
@@ -28,13 +28,13 @@ from typing import Any
 
 import torch
 
+from zeropipe.backends.base import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
+from zeropipe.backends.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.config import ExperimentConfig
 from zeropipe.outputs.events import BufferEvent, RestartEvent, StopReason
 from zeropipe.outputs.progress import ProgressLine
 from zeropipe.pipeline.async_launch import Launcher
-from zeropipe.pipeline.backend import RestartWindow, WeightStore, WorkerBackend, WorkerHandle
 from zeropipe.pipeline.deadline import WorkerHung
-from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.pipeline.heavy_thread import HeavyThread
 from zeropipe.pipeline.run_state import RunState
 from zeropipe.pipeline.runner import learner_step

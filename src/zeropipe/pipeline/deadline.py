@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from zeropipe.backends.base import WorkerHandle
     from zeropipe.config import AsyncPipelineConfig
-    from zeropipe.pipeline.backend import WorkerHandle
 
 DEADLINE_HISTORY = 16  # completed requests per role the reference looks back on
 

@@ -1,7 +1,7 @@
 """The `process` backend's supervision: spawn, handshake, inbox, restart, shutdown.
 
 Runs in: driver (on the event-loop thread). Each worker is a `spawn`ed process with one duplex
-pipe; a first-generation worker the CLI already started (early_workers.py) is adopted, not spawned
+pipe; a first-generation worker the CLI already started (early.py) is adopted, not spawned
 again. A reader task per worker forwards its messages (or the error that ended its pipe) to one
 inbox queue as `(handle, generation, message)`, so the driver waits on a single queue and can drop
 what a dead generation of a worker left behind. Process exit is observed through the process
@@ -25,15 +25,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import (
+from zeropipe.backends.base import (
     HELLO_TIMEOUT_S,
     ReplacingWorkers,
     WorkerHandle,
     wait_bounded,
 )
-from zeropipe.pipeline.early_workers import EarlyWorkers, spawn_worker
-from zeropipe.pipeline.errors import WorkerFailed
+from zeropipe.backends.errors import WorkerFailed
+from zeropipe.backends.process.early import EarlyWorkers, spawn_worker
+from zeropipe.config import ExperimentConfig
 from zeropipe.transport import (
     CollectorStateRequest,
     CollectRequest,

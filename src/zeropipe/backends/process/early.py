@@ -23,14 +23,14 @@ import multiprocessing as mp
 from multiprocessing.connection import Connection
 from typing import Any
 
-from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import ReplacingWorkers, WorkerHandle
-from zeropipe.workers.process import (
+from zeropipe.backends.base import ReplacingWorkers, WorkerHandle
+from zeropipe.backends.process.worker import (
     applied_environment,
     sigint_blocked,
     worker_environment,
     worker_main,
 )
+from zeropipe.config import ExperimentConfig
 from zeropipe.workers.request_server import WorkerSpec
 
 SPAWN = mp.get_context("spawn")

@@ -10,9 +10,9 @@ once against two small interfaces (docs/design.md, 'The two seams'):
 - a **weight store** publishes a version of the learner's weights once, and leases it to each
   request that names it until its reply (or its worker's death) releases it.
 
-``process`` (worker processes, pipes, shared-memory snapshots: supervisor.py + transport) is the
-default; ``ray`` (Ray actors, Ray's object store: ray_backend.py) is the second. A new backend is
-one module and one entry in ``backends.open_backend``, never a branch in the driver.
+``process`` (worker processes, pipes, shared-memory snapshots: process/ + transport) is the
+default; ``ray`` (Ray actors, Ray's object store: ray/) is the second. A new backend is
+one package and one entry in ``factory.open_backend``, never a branch in the driver.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from zeropipe.backends.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.errors import WorkerFailed, WorkerStartFailed
 from zeropipe.transport import (
     CollectorStateRequest,
     CollectRequest,

@@ -1,7 +1,7 @@
 """The `ray` backend: collectors and evaluators as Ray actors, weights in Ray's object store.
 
 Runs in: driver (event-loop thread; `ray.put` runs on the heavy thread inside `publish`). The
-actors' side is `workers/ray_actor.py`; the Ray connection is `ray_session.py`.
+actors' side is `actor.py`; the Ray connection is `session.py`.
 
 - **Placement.** Each actor asks Ray for `*_num_cpus` CPUs, `*_num_gpus` GPUs and the custom
   `*_resources`; Ray places it on any node that offers them. The driver (learner + replay buffer)
@@ -13,7 +13,7 @@ actors' side is `workers/ray_actor.py`; the Ray connection is `ray_session.py`.
 - **Replies.** Each request is one actor call; a named task awaits its object reference on the
   driver's loop (never a blocking `ray.get`) and puts the reply, or the failure, in the inbox.
 - **Faults.** A call that fails because the actor died (`RayActorError` and friends) is reported
-  as `WorkerGone`, and the driver replaces the actor by the rules both backends share (backend.py:
+  as `WorkerGone`, and the driver replaces the actor by the rules both backends share (base.py:
   restart window, fresh seed per generation, `restart` event). An actor that dies while idle is
   found at its next request. An exception inside the actor arrives as a `WorkerError` reply. An
   actor whose request runs past its deadline (deadline.py) is hung: the restart's `_end` kills it
@@ -30,15 +30,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zeropipe.config import ExperimentConfig
-from zeropipe.pipeline.backend import (
+from zeropipe.backends.base import (
     HELLO_TIMEOUT_S,
     ReplacingWorkers,
     WorkerHandle,
     wait_bounded,
 )
-from zeropipe.pipeline.errors import WorkerFailed
-from zeropipe.pipeline.ray_session import RaySession
+from zeropipe.backends.errors import WorkerFailed
+from zeropipe.backends.process.worker import worker_environment
+from zeropipe.backends.ray.session import RaySession
+from zeropipe.config import ExperimentConfig
 from zeropipe.transport import (
     CollectorStateRequest,
     CollectRequest,
@@ -50,7 +51,6 @@ from zeropipe.transport import (
     WorkerError,
     WorkerGone,
 )
-from zeropipe.workers.process import worker_environment
 
 log = logging.getLogger("zeropipe.ray")
 
@@ -227,7 +227,7 @@ class RayBackend(ReplacingWorkers):
     def _create(self, handle: RayHandle) -> None:
         import ray
 
-        from zeropipe.workers.ray_actor import RayWorker
+        from zeropipe.backends.ray.actor import RayWorker
 
         ap = self.ap
         collector = handle.role == "collector"

@@ -1,8 +1,8 @@
 """Which worker backend a run uses: its settings checked, and the backend opened.
 
-Runs in: driver. The one place that names the implementations behind the seam (`backend.py`):
+Runs in: driver. The one place that names the implementations behind the seam (`base.py`):
 `process` (`supervisor.WorkerPool` over shared-memory snapshots) and `ray`
-(`ray_backend.RayBackend` over Ray's object store, imported only when asked for).
+(`ray.driver.RayBackend` over Ray's object store, imported only when asked for).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import asyncio
 import importlib.util
 from typing import TYPE_CHECKING
 
+from zeropipe.backends.base import RAY_INSTALL_HINT, WeightStore, WorkerBackend
 from zeropipe.config import ConfigError, ExperimentConfig
-from zeropipe.pipeline.backend import RAY_INSTALL_HINT, WeightStore, WorkerBackend
 from zeropipe.transport import ParamLayout
 
 if TYPE_CHECKING:
-    from zeropipe.pipeline.early_workers import EarlyWorkers
+    from zeropipe.backends.process.early import EarlyWorkers
 
 
 def check_backend(cfg: ExperimentConfig) -> None:
@@ -84,15 +84,15 @@ def open_backend(
         cfg: the experiment config (`policy.async_pipeline.backend` picks the backend).
         layout: the parameter layout of every published version.
         inbox: the driver's queue of `(handle, generation, message | exception)`.
-        early: worker processes the CLI started before the driver (early_workers.py); the
+        early: worker processes the CLI started before the driver (process/early.py); the
             process backend adopts them, the others leave them to the CLI, which kills them.
     """
     if cfg.policy.async_pipeline.backend == "ray":
-        from zeropipe.pipeline.ray_backend import RayBackend, RayWeightStore
+        from zeropipe.backends.ray.driver import RayBackend, RayWeightStore
 
         ray_store = RayWeightStore(layout)
         return RayBackend(cfg, ray_store, inbox), ray_store
-    from zeropipe.pipeline.supervisor import WorkerPool
+    from zeropipe.backends.process.driver import WorkerPool
     from zeropipe.transport import SnapshotPublisher
 
     store = SnapshotPublisher(layout)

@@ -1,7 +1,7 @@
 """The collector / evaluator as a Ray actor: the `ray` backend's worker side.
 
 Runs in: collector | evaluator (a Ray worker process, on any node of the cluster). The driver side
-is `pipeline/ray_backend.py`. This module imports nothing from Ray at load time: the backend wraps
+is `backends/ray/driver.py`. This module imports nothing from Ray at load time: the backend wraps
 ``RayWorker`` with ``ray.remote`` and its resource options when it creates an actor.
 
 Per request the driver calls ``answer(request, [weights])``: the weights of the version the request
