@@ -152,7 +152,7 @@ def test_resume_restores_learner_buffer_and_rng_bit_exactly(tmp_path, written_by
     again = state.latest_payload()
     # time_s goes on from the saved one; the collector's state is handed to the sync driver
     assert again.pop("time_s") >= saved.pop("time_s", 0.0)
-    equal(state.restored_collector, saved.pop("collector"))
+    equal(state.collectors.restored, saved.pop("collector"))
     again.pop("collector")
     equal(again, saved)  # weights, target, optimizer, buffer, counters, RNGs
 

@@ -57,12 +57,14 @@ async def test_a_second_interrupt_ends_the_wait_keeping_the_states_that_arrived(
     held = {"trajectories": [], "marker": 7}
     reply = CollectorState(pool.sent[0].request_id, first.worker_id, pickle.dumps(held))
     await driver.inbox.put((first, first.generation, reply))
-    while first.name not in state.worker_states:  # the driver takes it; the other never answers
+    while (
+        first.name not in state.collectors.workers
+    ):  # the driver takes it; the other never answers
         await asyncio.sleep(0)
     with caplog.at_level(logging.WARNING, logger="zeropipe.driver"):
         waiting.cancel()  # a second Ctrl-C
         assert await waiting is False
-    assert state.worker_states == {"collector-0": held}
+    assert state.collectors.workers == {"collector-0": held}
     assert "collectors' states not yet received are not kept" in caplog.text
 
 
@@ -77,7 +79,7 @@ async def test_a_collector_mid_collect_is_not_asked_and_a_warning_names_it(state
         (request,) = pool.sent
         await driver.inbox.put((idle, idle.generation, CollectorState(request.request_id, 0, None)))
         await waiting  # every collector asked has answered: no wait for the busy one
-    assert state.worker_states == {}  # the idle one's envs cannot be captured (None)
+    assert state.collectors.workers == {}  # the idle one's envs cannot be captured (None)
     assert "collector-1 was collecting at the stop: that collect's steps are dropped" in caplog.text
 
 
@@ -86,5 +88,5 @@ async def test_an_unanswered_request_waits_at_most_shutdown_timeout_s(state, cap
     driver, pool = _driver(state, collectors=1)
     with caplog.at_level(logging.WARNING, logger="zeropipe.driver"):
         assert await _keep_states_unless_interrupted(driver) is True
-    assert len(pool.sent) == 1 and state.worker_states == {}
+    assert len(pool.sent) == 1 and state.collectors.workers == {}
     assert "no state from collector-0: they start new episodes on resume" in caplog.text

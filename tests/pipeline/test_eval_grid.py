@@ -115,7 +115,7 @@ async def test_an_eval_due_while_the_evaluator_is_busy_waits_with_its_counters(s
     await _step_to(launcher, 11, budget_end=True)  # sent; no reply yet
     await _step_to(launcher, 20, budget_end=True)  # due, the evaluator busy: waits
     assert [r.train_iter for r in pool.sent] == [11]
-    assert state.last_eval_iter == 20  # the gate moved when it was due, as in sync
+    assert state.evals.last_eval_iter == 20  # the gate moved when it was due, as in sync
     assert store.leases[20] == 1  # the waiting snapshot is held
     await _step_to(launcher, 23, budget_end=False)
     assert len(pool.sent) == 1
@@ -133,7 +133,7 @@ async def test_a_full_queue_leaves_the_gate_open_for_the_next_budget_end(state):
     for train_iter in (20, 29, 38):  # each due; the queue holds 2
         await _step_to(launcher, train_iter, budget_end=True)
     assert [p.version for _, p in launcher.queued_evals] == [20, 29]
-    assert state.last_eval_iter == 29  # 38 did not move it
+    assert state.evals.last_eval_iter == 29  # 38 did not move it
     _reply(launcher, pool)
     await _step_to(launcher, 40, budget_end=False)  # 20 is sent; not a budget end
     await _step_to(launcher, 41, budget_end=True)  # 41 - 29 >= 8: queued now
@@ -161,7 +161,7 @@ async def test_a_lost_eval_does_not_rewind_the_gate_past_a_later_eval(tmp_path):
     await _step_to(launcher, 8, budget_end=False)  # on evaluator 0
     await _step_to(launcher, 16, budget_end=False)  # on evaluator 1
     launcher.forget(pool.workers[0])  # the eval of 8 is lost; 16 was launched since
-    assert state.last_eval_iter == 16
+    assert state.evals.last_eval_iter == 16
     await _step_to(launcher, 17, budget_end=False)
     assert [r.train_iter for r in pool.sent] == [8, 16]
     state.run.close()

@@ -50,11 +50,11 @@ async def test_an_eval_lost_with_its_worker_is_launched_again_when_due(
     evaluator = pool.workers[0]
     await _launch_at(launcher, state, 8)  # due: 8 - 0 >= EVAL_FREQ
     assert [r.train_iter for r in pool.sent] == [8]
-    assert state.last_eval_iter == 8
+    assert state.evals.last_eval_iter == 8
     launcher.forget(evaluator)  # the evaluator died with the eval in flight
     await _launch_at(launcher, state, relaunch_iter)  # its replacement is idle
     assert [r.train_iter for r in pool.sent] == expected_eval_iters
-    assert state.last_eval_iter == relaunch_iter
+    assert state.evals.last_eval_iter == relaunch_iter
 
 
 @pytest.mark.parametrize(

@@ -56,8 +56,8 @@ def run_async(
 ):
     """Run the driver coroutine on a fresh loop: uvloop when installed, asyncio otherwise.
 
-    The options are checked first; then the process backend's workers start (backends/process/early.py),
-    so they get ready while the driver is imported and built.
+    The options are checked first; then the process backend's workers start
+    (backends/process/early.py), so they get ready while the driver is imported and built.
     asyncio.Runner turns Ctrl-C into a cancellation of the driver task (which stops the workers and
     writes the final checkpoint) and then raises KeyboardInterrupt. With `status`, the endpoint is
     served on the same loop for as long as the run lasts.

@@ -75,8 +75,9 @@ async def train_async(
         monitor: receives every run event as it is written, and the worker states
             (`zeropipe.start` passes one; see embed.py).
         init_weights: a new run's network starts from these weights (`--init-from`).
-        early_workers: worker processes started before this call (the CLI's, backends/process/early.py):
-            the process backend adopts those it would have started; the caller kills the rest.
+        early_workers: worker processes started before this call (the CLI's,
+            backends/process/early.py): the process backend adopts those it would have started;
+            the caller kills the rest.
 
     Returns:
         How the run ended.
@@ -124,7 +125,7 @@ async def _drive(
     ap = cfg.policy.async_pipeline
     progress: ProgressLine | None = None
     if show_progress:
-        progress = ProgressLine(cfg.max_env_step, best_eval=state.best_reward)
+        progress = ProgressLine(cfg.max_env_step, best_eval=state.evals.best_reward)
     layout = ParamLayout.from_state_dict(state.trainer.learner.network.state_dict())
     inbox: asyncio.Queue = asyncio.Queue()
     pool, publisher = open_backend(cfg, layout, inbox, early)

@@ -159,7 +159,7 @@ class Launcher:
 
     async def _send_part(self, handle: WorkerHandle, ref: SnapshotRef) -> bool:
         request = self._collect_request(ref, self.collects[handle.name])
-        saved = self.state.restored_workers.pop(handle.name, None)
+        saved = self.state.collectors.restored_workers.pop(handle.name, None)
         if saved is not None:  # its first collect since the resume: on from where it stopped
             request = dataclasses.replace(request, state=pickle.dumps(saved))
         return await self._send(handle, request)
@@ -196,7 +196,7 @@ class Launcher:
 
     def _gate_open(self) -> bool:
         state = self.state
-        return should_eval(state.train_iter, state.last_eval_iter, self.cfg.policy.eval_freq)
+        return should_eval(state.train_iter, state.evals.last_eval_iter, self.cfg.policy.eval_freq)
 
     def _idle_evaluator(self) -> WorkerHandle | None:
         if self.inflight("evaluator") >= self.ap.max_eval_inflight:
@@ -208,10 +208,10 @@ class Launcher:
         state = self.state
         weights = await self.heavy.run(self._clone_weights)
         owed = state.trainer.owed_steps()
-        previous = state.last_eval_iter
+        previous = state.evals.last_eval_iter
         pending = PendingEval(weights, previous, state.envstep, owed, state.train_iter, final)
         if not final:  # as in sync, the final eval does not move the gate
-            state.last_eval_iter = state.train_iter
+            state.evals.last_eval_iter = state.train_iter
         return await self._publish(force=True, reason="eval"), pending
 
     async def _send_eval(self, handle: WorkerHandle, ref: SnapshotRef, pending: PendingEval):
@@ -317,8 +317,8 @@ class Launcher:
         self.deadlines.drop(handle)
         self.collects.pop(handle.name, None)  # a collect in parts loses its parts too
         lost = self.pending_evals.pop(request_id, None)
-        if lost is not None and self.state.last_eval_iter == lost.version:
-            self.state.last_eval_iter = lost.previous_eval_iter  # evaluate again
+        if lost is not None and self.state.evals.last_eval_iter == lost.version:
+            self.state.evals.last_eval_iter = lost.previous_eval_iter  # evaluate again
         handle.request = None
 
     def hung(self) -> list[tuple[WorkerHandle, WorkerHung]]:

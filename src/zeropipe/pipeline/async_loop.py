@@ -94,7 +94,7 @@ class AsyncRun:
             for w in pool.workers
         }
         if self.ap.eval_at_start:
-            state.last_eval_iter = -cfg.policy.eval_freq
+            state.evals.last_eval_iter = -cfg.policy.eval_freq
 
     # ----------------------------------------------------------------- loop
     async def loop(self) -> None:
@@ -120,7 +120,7 @@ class AsyncRun:
 
     async def keep_collector_states(self) -> None:
         """At a stop, the state of every collector with no collect in flight (its envs and the
-        steps it holds for its next segments) into `state.worker_states` for the final
+        steps it holds for its next segments) into `state.collectors.workers` for the final
         checkpoint: a resumed run goes on with them and loses none of those steps.
 
         A collector with a collect in flight (a Ctrl-C or SIGTERM mid-collect, a stop value) is
@@ -141,9 +141,9 @@ class AsyncRun:
         """Ask each collector that can answer now for its state; the requests sent, by id."""
         asked: dict[int, WorkerHandle] = {}
         for handle in self.pool.of_role("collector"):
-            restored = self.state.restored_workers.get(handle.name)
+            restored = self.state.collectors.restored_workers.get(handle.name)
             if restored is not None:  # never collected since the resume: it is still that
-                self.state.worker_states[handle.name] = restored
+                self.state.collectors.workers[handle.name] = restored
                 continue
             if handle.name in self.launcher.collects:  # sent, or its reply not yet absorbed
                 log.warning(
@@ -172,7 +172,7 @@ class AsyncRun:
         if isinstance(msg, CollectorState) and asked.get(msg.request_id) is handle:
             del asked[msg.request_id]
             if msg.state is not None:  # None: an env whose state cannot be captured
-                self.state.worker_states[handle.name] = pickle.loads(msg.state)
+                self.state.collectors.workers[handle.name] = pickle.loads(msg.state)
         elif isinstance(msg, WorkerError | Exception):  # failed or gone: no state from it
             text = msg.message if isinstance(msg, WorkerError) else str(msg)
             log.warning(
@@ -201,7 +201,7 @@ class AsyncRun:
             return True  # nothing left to score, or nothing to score it with
         if self.launcher.pending_evals or self.launcher.queued_evals:
             return False  # wait for the evals due or in flight: one may be of the last weights
-        if not needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
+        if not needs_final_eval(state.stop_reason, state.evals.last_eval_version, state.train_iter):
             return True
         await self.launcher.launch_eval(final=True)
         return False

@@ -54,7 +54,9 @@ def train_sync(
         init_weights=init_weights,
     )
     _continue_collector(state, collector)
-    progress = ProgressLine(cfg.max_env_step, enabled=show_progress, best_eval=state.best_reward)
+    progress = ProgressLine(
+        cfg.max_env_step, enabled=show_progress, best_eval=state.evals.best_reward
+    )
     try:
         _loop(cfg, state, collector, evaluator, progress)
         _final_eval(state, evaluator, progress)
@@ -76,10 +78,10 @@ def train_sync(
 def _continue_collector(state: RunState, collector: Collector) -> None:
     """Checkpoint the collector with the run; on resume, continue its episodes where they were
     (envs whose state cannot be captured start new ones, as before this was saved)."""
-    state.collector_state = collector.state_dict
-    if state.restored_collector is not None:
-        collector.load_state_dict(state.restored_collector)
-        state.restored_collector = None
+    state.collectors.capture = collector.state_dict
+    if state.collectors.restored is not None:
+        collector.load_state_dict(state.collectors.restored)
+        state.collectors.restored = None
     elif state.train_iter or state.envstep:
         log.info("resumed without the collector's episodes: the envs start new ones")
 
@@ -90,7 +92,7 @@ def _loop(cfg, state: RunState, collector: Collector, evaluator: Evaluator, prog
         _train_budgets(state, evaluator, progress)  # first, as the run never stopped did
         state.check_limits()
     while not state.stop_reason:
-        if should_eval(state.train_iter, state.last_eval_iter, cfg.policy.eval_freq):
+        if should_eval(state.train_iter, state.evals.last_eval_iter, cfg.policy.eval_freq):
             _evaluate(state, evaluator, progress)
             if state.stop_reason:
                 break
@@ -120,17 +122,17 @@ def _train_budgets(state: RunState, evaluator: Evaluator, progress: ProgressLine
     while state.trainer.budgets and state.train_iter < cfg.max_train_iter:
         learner_step(state)
         progress.update(state.envstep, state.train_iter, losses=state.trainer.stats.recent)
-        gate = state.last_eval_iter if skipped is None else skipped
+        gate = state.evals.last_eval_iter if skipped is None else skipped
         if not (on_grid and should_eval(state.train_iter, gate, cfg.policy.eval_freq)):
             continue
         if spent:  # the checkpointed gate lags one skipped eval, until the last weights
-            state.last_eval_iter, skipped = gate, state.train_iter
+            state.evals.last_eval_iter, skipped = gate, state.train_iter
             continue
         _evaluate(state, evaluator, progress)
         if state.stop_reason:
             return
     if skipped is not None and skipped < state.train_iter:
-        state.last_eval_iter = skipped
+        state.evals.last_eval_iter = skipped
 
 
 def _evaluate(
@@ -143,7 +145,7 @@ def _evaluate(
         evaluator.load_weights(snapshot, state.train_iter)
         result = evaluator.evaluate(progress=progress.eval_progress)
     if gate:
-        state.last_eval_iter = state.train_iter
+        state.evals.last_eval_iter = state.train_iter
     state.record_eval(result, snapshot, final=not gate)
     progress.eval_done(result.reward_mean)
     log.info("eval at iter %d: reward_mean %.2f", state.train_iter, result.reward_mean)
@@ -151,7 +153,7 @@ def _evaluate(
 
 def _final_eval(state: RunState, evaluator: Evaluator, progress: ProgressLine) -> None:
     """Score the final weights unless they were scored already (schedule.needs_final_eval)."""
-    if needs_final_eval(state.stop_reason, state.last_eval_version, state.train_iter):
+    if needs_final_eval(state.stop_reason, state.evals.last_eval_version, state.train_iter):
         # not counted by the schedule: a run resumed from here evaluates when the same run
         # without the stop would have (resume is the same run)
         _evaluate(state, evaluator, progress, gate=False)

@@ -113,8 +113,9 @@ class RequestServer:
         self.actor: Collector | Evaluator = build_actor(spec)
         if spec.role == "evaluator":
             # off its first eval, which may be the one that ends the run (mcts/compiled.py). Not
-            # a collector's: started with the driver (backends/process/early.py), its set-up slowed the
-            # driver's own, and its first collect came no sooner (measured: sampled_muzero)
+            # a collector's: started with the driver (backends/process/early.py), its set-up
+            # slowed the driver's own, and its first collect came no sooner (measured:
+            # sampled_muzero)
             prepare_compiled_search()
 
     def answer(
