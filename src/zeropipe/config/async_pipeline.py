@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from zeropipe.config.section import PROCESS_ONLY, RAY_ONLY, Section
+from zeropipe.config.section import COLLECT_RULE, PROCESS_ONLY, RAY_ONLY, Section
 
 # collect_freshness 'refresh': a collect comes back this many times per game segment
 REFRESH_PARTS = 5
@@ -29,28 +29,41 @@ RENAMED = {
 class AsyncPipelineConfig(Section):
     """The async segment pipeline (docs/async.md). Names and defaults are the contract."""
 
+    resume_may_change = True  # where and how the workers run; not its COLLECT_RULE fields
+
     enabled: bool = Field(False, description="Run the async pipeline (CLI: --async-pipeline).")
     num_collector_actors: int = Field(1, ge=1, description="Collector worker processes.")
     num_evaluator_actors: int = Field(1, ge=1, description="Evaluator worker processes.")
     max_collect_inflight: int | None = Field(
-        None, ge=1, description="Collect requests running at once (None: num_collector_actors)."
+        None,
+        ge=1,
+        description="Collect requests running at once (None: num_collector_actors).",
+        json_schema_extra=COLLECT_RULE,
     )
     max_eval_inflight: int = Field(1, ge=1, description="Eval requests running at once.")
     max_train_chunk_steps: int = Field(
-        4, ge=1, description="Learner steps before the driver yields to messages."
+        4,
+        ge=1,
+        description="Learner steps before the driver yields to messages.",
+        json_schema_extra=COLLECT_RULE,
     )
     weight_sync_interval: int = Field(
-        1, ge=1, description="Minimum train_iter gap between published snapshots."
+        1,
+        ge=1,
+        description="Minimum train_iter gap between published snapshots.",
+        json_schema_extra=COLLECT_RULE,
     )
     max_policy_lag: int = Field(
         0,
         description="Max collector version lag; exceeding it forces a publish; < 0 never forces.",
+        json_schema_extra=COLLECT_RULE,
     )
     max_train_budget_queue_size: int | None = Field(
         None,
         ge=1,
         description="Train-budget queue cap for backpressure, inactive until the buffer is "
         "trainable (None: 2 × num_collector_actors).",
+        json_schema_extra=COLLECT_RULE,
     )
     collect_freshness: Literal["reference", "just_in_time", "refresh"] = Field(
         "refresh",
@@ -68,6 +81,7 @@ class AsyncPipelineConfig(Section):
         "run at a time on 2 cores, judged on 16 eval episodes, CartPole UniZero's async wall "
         "time to 195 was 0.96x sync's with it over four seeds and 1.29x with just_in_time "
         "(docs: async_time).",
+        json_schema_extra=COLLECT_RULE,
     )
     max_queued_evals: int = Field(
         4,

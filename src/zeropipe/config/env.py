@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from zeropipe.config.section import ATARI_ONLY, Section
+from zeropipe.config.section import ATARI_ONLY, MAY_CHANGE_ON_RESUME, Section
 
 
 class EnvConfig(Section):
@@ -34,18 +34,27 @@ class EnvConfig(Section):
         "+ k) and they are searched as one batch; with a bound below n_evaluator_episode the "
         "episodes play in rounds of this many. LightZero's key is the size of its eval env "
         "manager, which plays n_evaluator_episode episodes in per-env quotas.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     n_evaluator_episode: int = Field(
-        3, ge=1, description="Episodes per evaluation, played together (see evaluator_env_num)."
+        3,
+        ge=1,
+        description="Episodes per evaluation, played together (see evaluator_env_num).",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     stop_value: float = Field(
-        1e9, description="Stop the run once an eval reward_mean reaches this value."
+        1e9,
+        description="Stop the run once an eval reward_mean reaches this value.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     max_episode_steps: int | None = Field(
         None, ge=1, description="Time limit for training episodes (None: the env's own limit)."
     )
     eval_max_episode_steps: int | None = Field(
-        None, ge=1, description="Time limit for eval episodes (None: the env's own limit)."
+        None,
+        ge=1,
+        description="Time limit for eval episodes (None: the env's own limit).",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     frame_stack: int = Field(
         1, ge=1, description="Observations stacked as the model input (Atari: 4 gray frames)."

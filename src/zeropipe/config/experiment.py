@@ -10,12 +10,14 @@ from pydantic import Field, SerializeAsAny
 
 from zeropipe.config.env import EnvConfig
 from zeropipe.config.policy import PolicyConfig, policy_config_class
-from zeropipe.config.section import Section
+from zeropipe.config.section import MAY_CHANGE_ON_RESUME, Section
 from zeropipe.config.tracking import WandbConfig
 
 
 class CheckpointConfig(Section):
     """When the resumable `ckpt/ckpt_latest.pth.tar` is written (besides every stop)."""
+
+    resume_may_change = True
 
     latest_interval_s: float = Field(
         300.0,
@@ -43,15 +45,24 @@ class ExperimentConfig(Section):
         description="Seed of every RNG in the run (below 2^32, numpy's and the envs' range).",
     )
     max_env_step: int = Field(
-        10_000_000, ge=1, description="Stop after this many collected env steps."
+        10_000_000,
+        ge=1,
+        description="Stop after this many collected env steps.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
-    max_train_iter: int = Field(10_000_000, ge=1, description="Stop after this many learner steps.")
+    max_train_iter: int = Field(
+        10_000_000,
+        ge=1,
+        description="Stop after this many learner steps.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
+    )
     train_log_interval: int = Field(
         10,
         ge=1,
         description="Write a `train` line (the losses averaged over the steps since the last "
         "one) every this many learner steps, at train_iter multiples of it (so a resumed run "
         "logs the lines of the run never stopped).",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     env: EnvConfig = Field(description="Environment settings.")
     # SerializeAsAny: dump the type's own section (its fields), not only the base class's.

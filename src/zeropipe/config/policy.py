@@ -19,7 +19,7 @@ from pydantic_core import InitErrorDetails
 from zeropipe.config.async_pipeline import AsyncPipelineConfig
 from zeropipe.config.legacy import drop_other_types_defaults
 from zeropipe.config.model import ModelConfig
-from zeropipe.config.section import Section
+from zeropipe.config.section import MAY_CHANGE_ON_RESUME, Section
 
 # The module whose import registers the built-in policy types. config/ sits below algos/, so it
 # cannot import it statically (algos imports config); the first look-up imports it by name.
@@ -67,6 +67,7 @@ class PolicyConfig(Section):
         "cpu",
         pattern=r"^(cpu|cuda(:\d+)?|mps)$",
         description="Torch device of the learner: 'cpu', 'cuda' or 'cuda:N', 'mps'.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     root_visit_value: Literal["zero", "network"] = Field(
         "zero",
@@ -145,6 +146,7 @@ class PolicyConfig(Section):
         ge=1,
         le=MAX_SIMULATIONS,
         description="Simulations per eval step (None: num_simulations).",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     reanalyze_num_simulations: int | None = Field(
         None,
@@ -244,7 +246,12 @@ class PolicyConfig(Section):
     target_update_theta: float = Field(0.05, gt=0.0, le=1.0, description="EMA rate θ.")
     policy_entropy_weight: float = Field(5e-3, ge=0.0, description="Entropy bonus weight.")
     # schedule
-    eval_freq: int = Field(100, ge=1, description="Evaluate every this many train iterations.")
+    eval_freq: int = Field(
+        100,
+        ge=1,
+        description="Evaluate every this many train iterations.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
+    )
     eval_grid: Literal["learner_step", "budget_end"] = Field(
         "learner_step",
         description="Which weight versions an eval scores; both pipelines use the same rule, so "
@@ -255,9 +262,13 @@ class PolicyConfig(Section):
         "'budget_end': the gate is checked when a train budget ends (between collects), so the "
         "first budget end eval_freq or more learner steps after the last eval is scored (the "
         "reference's sync schedule).",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     save_ckpt_freq: int = Field(
-        1000, ge=1, description="Write a periodic checkpoint every this many train iterations."
+        1000,
+        ge=1,
+        description="Write a periodic checkpoint every this many train iterations.",
+        json_schema_extra=MAY_CHANGE_ON_RESUME,
     )
     async_pipeline: AsyncPipelineConfig = Field(
         default_factory=AsyncPipelineConfig, description="Async segment pipeline settings."

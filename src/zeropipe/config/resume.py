@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
+from zeropipe.config.async_pipeline import AsyncPipelineConfig
 from zeropipe.config.experiment import ExperimentConfig
 from zeropipe.config.loader import (
     ConfigError,
@@ -29,49 +32,51 @@ from zeropipe.config.overrides import check_known_key
 
 log = logging.getLogger("zeropipe.config")
 
-# Dotted keys (or prefixes ending in ".") a resume may change.
-RESUMABLE = (
-    "max_env_step",
-    "max_train_iter",
-    "train_log_interval",
-    "env.stop_value",
-    "env.n_evaluator_episode",
-    "env.evaluator_env_num",
-    "env.eval_max_episode_steps",
-    "policy.device",
-    "policy.eval_freq",
-    "policy.eval_grid",
-    "policy.eval_num_simulations",
-    "policy.save_ckpt_freq",
-    "policy.async_pipeline.",
-    "checkpoint.",
-    "wandb.",  # where the scalars are mirrored, not what the run does
-)
-# async_pipeline keys that change which data is collected when, not only where workers run
-# (collects are launched between learner-step chunks, so the chunk size decides which weights
-# version a collect plays). `num_collector_actors` may change, unless the budget queue or the
-# collects in flight follow it (left unset): `load_resume_config` compares resolved values.
-_SEMANTIC_ASYNC = (
-    "max_policy_lag",
-    "weight_sync_interval",
-    "max_train_budget_queue_size",
-    "max_collect_inflight",
-    "max_train_chunk_steps",
-    "collect_freshness",
-)
+
+def _field(key: str) -> tuple[type[BaseModel], FieldInfo] | None:
+    """The section class and field a dotted key names (the policy section's base class: a
+    type's own options never change on resume), or None."""
+    model: type[BaseModel] = ExperimentConfig
+    *sections, name = key.split(".")
+    for part in sections:
+        field = model.model_fields.get(part)
+        if field is None or not isinstance(field.annotation, type):
+            return None
+        model = field.annotation
+    field = model.model_fields.get(name)
+    return None if field is None else (model, field)
+
+
+def _rule(key: str) -> str | None:
+    """A field's rule on resume (config/section.py): "may_change", "collect_rule" or None."""
+    found = _field(key)
+    if found is None:
+        return None
+    model, field = found
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    rule = extra.get("on_resume")
+    if rule is None and getattr(model, "resume_may_change", False):
+        return "may_change"
+    return rule if isinstance(rule, str) else None
 
 
 def resumable(key: str) -> bool:
-    """Whether `--set key=...` may change a run on `--resume`."""
-    if key.startswith("policy.async_pipeline.") and key.rsplit(".", 1)[-1] in _SEMANTIC_ASYNC:
-        return False
-    return any(key == r or (r.endswith(".") and key.startswith(r)) for r in RESUMABLE)
+    """Whether `--set key=...` may change a run on `--resume` (its field says so)."""
+    return _rule(key) == "may_change"
 
 
 def _collect_rule(key: str) -> str | None:
-    """The collect rule `key` sets (`_SEMANTIC_ASYNC`), or None."""
-    name = key.removeprefix("policy.async_pipeline.")
-    return name if key != name and name in _SEMANTIC_ASYNC else None
+    """The collect rule `key` sets (a COLLECT_RULE field of the async section), or None."""
+    return key.rsplit(".", 1)[-1] if _rule(key) == "collect_rule" else None
+
+
+def _collect_rule_names() -> list[str]:
+    """The async section's collect rules, in declaration order."""
+    return [
+        name
+        for name in AsyncPipelineConfig.model_fields
+        if _rule(f"policy.async_pipeline.{name}") == "collect_rule"
+    ]
 
 
 def run_directory(target: str | Path, overrides: Sequence[str]) -> Path:
@@ -151,7 +156,7 @@ def load_resume_config(
 def _collect_rules(cfg: ExperimentConfig) -> dict[str, Any]:
     """The async settings that decide which data is collected when, resolved."""
     pipeline = cfg.policy.async_pipeline
-    rules = {name: getattr(pipeline, name) for name in _SEMANTIC_ASYNC}
+    rules = {name: getattr(pipeline, name) for name in _collect_rule_names()}
     rules["max_train_budget_queue_size"] = pipeline.resolved_max_train_budget_queue_size
     rules["max_collect_inflight"] = pipeline.resolved_max_collect_inflight
     return rules
@@ -168,7 +173,7 @@ def _check_collect_rules(
         ConfigError: naming the first rule that would change and the key that changes it.
     """
     before, after = _collect_rules(saved), _collect_rules(resumed)
-    changed = [name for name in _SEMANTIC_ASYNC if before[name] != after[name]]
+    changed = [name for name in _collect_rule_names() if before[name] != after[name]]
     if not changed:
         return
     name = changed[0]
@@ -181,10 +186,14 @@ def _check_collect_rules(
             "weights with --init-from instead"
         )
     others = ", ".join(k for k in keys if k.startswith("policy.async_pipeline."))
+    follows = ", ".join(
+        f"policy.async_pipeline.{n} follows it ({before[n]} -> {after[n]})" for n in changed
+    )
+    keep = " ".join(f"policy.async_pipeline.{n}={before[n]}" for n in changed)
     raise ConfigError(
-        f"--set {others}: it would change the run: policy.async_pipeline.{name} follows it "
-        f"({before[name]} -> {after[name]}), and it decides what is collected when; set "
-        f"policy.async_pipeline.{name}={before[name]} too to keep it"
+        f"--set {others}: it would change the run: {follows}, and "
+        f"{'they decide' if len(changed) > 1 else 'it decides'} what is collected when; set "
+        f"{keep} too to keep {'them' if len(changed) > 1 else 'it'}"
     )
 
 

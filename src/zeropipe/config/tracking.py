@@ -17,6 +17,8 @@ from zeropipe.config.section import Section
 class WandbConfig(Section):
     """Weights & Biases: the same scalars as TensorBoard, the resolved config as the run's."""
 
+    resume_may_change = True  # where the scalars are mirrored, not what the run does
+
     enabled: bool = Field(
         False,
         description="Mirror every TensorBoard scalar (and the config) to wandb; needs the wandb "
