@@ -14,7 +14,7 @@ state (the latent and the LSTM state) at each step's entry (MuZero app. G). See 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,7 @@ from pydantic import Field
 
 from zeropipe.algos.losses import UnrollInputs, unroll_loss
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
-from zeropipe.config import ValuePrefixConfig
+from zeropipe.config import PolicyConfig, ValuePrefixConfig
 from zeropipe.models import EfficientZeroNetwork
 
 
@@ -40,6 +40,13 @@ class EfficientZeroFamilyConfig(MuZeroFamilyConfig):
 
 class EfficientZeroConfig(EfficientZeroFamilyConfig):
     """`policy.type: efficientzero` (Ye et al. 2021)."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "loss_weighting": "appendix_g",
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     type: Literal["efficientzero"] = Field(
         "efficientzero", description="Policy type; see docs/policies/efficientzero.md."

@@ -10,7 +10,7 @@ LightZero's KL(improved ‖ π) averaged over the A actions by default (`gumbel.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from pydantic import Field
 from zeropipe.algos.losses import PolicyTerms, UnrollInputs, entropy
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig
 from zeropipe.algos.search_settings import search_config
-from zeropipe.config import Section
+from zeropipe.config import PolicyConfig, Section
 from zeropipe.mcts import SearchConfig
 from zeropipe.mcts.gumbel import GumbelSearchConfig
 
@@ -71,6 +71,17 @@ class GumbelConfig(Section):
 
 class GumbelMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: gumbel_muzero`."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "gumbel.prior_term": "logit",
+        "gumbel.collect_root_noise": False,
+        "gumbel.collect_action": "halving_winner",
+        "loss_weighting": "appendix_g",
+        "gumbel.policy_loss": "cross_entropy",
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     type: Literal["gumbel_muzero"] = Field(
         "gumbel_muzero", description="Policy type; see docs/policies/gumbel_muzero.md."

@@ -11,18 +11,26 @@ because the carried state is the root latent itself.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import Field
 
 from zeropipe.algos.carried_roots import CarriedRootOptions, CarriedRoots
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig
+from zeropipe.config import PolicyConfig
 from zeropipe.models import Network, NetworkOutput
 
 
 class MuZeroContextConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_context`."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "loss_weighting": "appendix_g",
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     type: Literal["muzero_context"] = Field(
         "muzero_context", description="Policy type; see docs/policies/muzero_context.md."

@@ -14,13 +14,14 @@ efficientzero's network and value-prefix loss, then MuZero's).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from zeropipe.algos.efficientzero import EfficientZeroFamily, EfficientZeroFamilyConfig
 from zeropipe.algos.sampled_muzero import SampledMuZeroFamily, SampledMuZeroModelConfig
 from zeropipe.algos.sampled_options import SampledConfig, SampledOptions
+from zeropipe.config import PolicyConfig
 
 
 class DensitySampledConfig(SampledConfig):
@@ -35,6 +36,14 @@ class DensitySampledConfig(SampledConfig):
 
 class SampledEfficientZeroConfig(SampledOptions, EfficientZeroFamilyConfig):
     """`policy.type: sampled_efficientzero`; keeps the entropy term (the reference does)."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "loss_weighting": "appendix_g",
+        "sampled.continuous_entropy": "tanh_sample_estimate",
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     type: Literal["sampled_efficientzero"] = Field(
         "sampled_efficientzero",

@@ -13,7 +13,7 @@ the batch carries their actions; the policy term is `sampled_losses.continuous_p
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -38,6 +38,14 @@ class SampledMuZeroModelConfig(ContinuousHead, ProjectionModelConfig):
 
 class SampledMuZeroConfig(SampledOptions, MuZeroFamilyConfig):
     """`policy.type: sampled_muzero`."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "loss_weighting": "appendix_g",
+        "sampled.continuous_entropy": "tanh_sample_estimate",
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     type: Literal["sampled_muzero"] = Field(
         "sampled_muzero", description="Policy type; see docs/policies/sampled_muzero.md."

@@ -14,14 +14,14 @@ full-A cross-entropy: the search scatters the target onto the distinct sampled a
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from zeropipe.algos.sampled_muzero import SampledActions
 from zeropipe.algos.sampled_options import SampledOptions
 from zeropipe.algos.unizero import UniZeroFamily, UniZeroFamilyConfig
-from zeropipe.config import ContinuousHead, UniZeroModelConfig, WorldModelConfig
+from zeropipe.config import ContinuousHead, PolicyConfig, UniZeroModelConfig, WorldModelConfig
 
 # The reference's loss weights for continuous actions ("like TD-MPC2 for DMC"):
 # model/unizero_world_models/utils.py:291-297 (latent 10, value 0.1, reward 0.1, policy 0.1).
@@ -60,6 +60,15 @@ class SampledUniZeroModelConfig(ContinuousHead, UniZeroModelConfig):
 
 class SampledUniZeroConfig(SampledOptions, UniZeroFamilyConfig):
     """`policy.type: sampled_unizero`."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "sampled.continuous_entropy": "tanh_sample_estimate",
+        **PolicyConfig.OLDER_VALUES,
+        "bootstrap_values": "per_observation",
+        "priority_td": "root",
+    }
 
     type: Literal["sampled_unizero"] = Field(
         "sampled_unizero", description="Policy type; see docs/policies/sampled_unizero.md."

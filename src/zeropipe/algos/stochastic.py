@@ -43,7 +43,7 @@ chance terms and the SSL term stay on real transitions.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -62,7 +62,7 @@ from zeropipe.algos.losses import (
 from zeropipe.algos.muzero import MuZeroFamily, MuZeroFamilyConfig, loss_weights
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.search_settings import search_config
-from zeropipe.config import ConfigError, ProjectionModelConfig, Section
+from zeropipe.config import ConfigError, PolicyConfig, ProjectionModelConfig, Section
 from zeropipe.mcts import SearchConfig
 from zeropipe.models import Network, StochasticMuZeroNetwork, logits_to_scalar, scalar_to_two_hot
 
@@ -115,6 +115,14 @@ class StochasticModelConfig(ProjectionModelConfig):
 
 class StochasticMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: stochastic_muzero`."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        "loss_weighting": "appendix_g",
+        "model.dynamics_residual": True,
+        **PolicyConfig.OLDER_VALUES,
+    }
 
     REFERENCE_ADAMW: ClassVar[str | None] = None  # the reference offers SGD and Adam only
 

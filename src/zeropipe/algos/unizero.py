@@ -9,7 +9,7 @@ never a batch mean times the mean weight (the reference's fix: `apply_per_sample
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
 from pydantic import Field, model_validator
@@ -86,6 +86,14 @@ class UniZeroFamilyConfig(PolicyConfig):
 
 class UniZeroConfig(UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
+
+    # options added later with a default that changes what a run does, and what a run's
+    # config.yaml written before each existed meant (config/resume.py reads them)
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        **PolicyConfig.OLDER_VALUES,
+        "bootstrap_values": "per_observation",
+        "priority_td": "root",
+    }
 
     type: Literal["unizero"] = Field(
         "unizero", description="Policy type; see docs/policies/unizero.md."

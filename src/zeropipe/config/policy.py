@@ -59,6 +59,20 @@ class PolicyConfig(Section):
     # the reference's AdamW grouping rule for the type (learner/param_groups.py), None: it has
     # no AdamW; read where `optimizer_groups` is 'reference'
     REFERENCE_ADAMW: ClassVar[str | None] = None
+    # Options added later with a default that changes what a run does: key (under `policy.`) ->
+    # the behaviour before the option existed. A run's config.yaml written before then lacks the
+    # key, and resuming it with the new default would change the run midway; a type's section
+    # adds its own (config/resume.py: keep_older_behaviour).
+    OLDER_VALUES: ClassVar[dict[str, Any]] = {
+        # the search's step module by module, before the traced and frozen steps (same
+        # arithmetic as traced; frozen folds batch norms, which rounds differently)
+        "actor_inference": "eager",
+        # AdamW's one parameter group, before the reference's groups were an option: an older
+        # run resumes with the optimiser it started with, whatever its type's default is now
+        "optimizer_groups": "one",
+        # one weights version per collect, the reference's rule, before 'refresh' was the default
+        "async_pipeline.collect_freshness": "reference",
+    }
 
     type: str = Field(
         DEFAULT_POLICY_TYPE, description="Policy type, one of the ten in docs/policies/index.md."

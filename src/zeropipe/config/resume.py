@@ -29,6 +29,7 @@ from zeropipe.config.loader import (
     read_yaml,
 )
 from zeropipe.config.overrides import check_known_key
+from zeropipe.config.policy import DEFAULT_POLICY_TYPE, PolicyConfig, policy_config_class
 
 log = logging.getLogger("zeropipe.config")
 
@@ -212,50 +213,6 @@ def _resume_in_place(raw: dict[str, Any], run: Path) -> list[str]:
     return [f"--resume: exp_name {before!r} -> {str(run)!r} (the run directory resumed)"]
 
 
-# Options added with a default that changes what a run does: (type or None for any, dotted key,
-# the behaviour before the option existed). A run's config.yaml written before then lacks the
-# key, and resuming it with the new default would change the run midway.
-OLDER_BEHAVIOUR: tuple[tuple[str | None, str, Any], ...] = (
-    ("gumbel_muzero", "policy.gumbel.prior_term", "logit"),
-    ("gumbel_muzero", "policy.gumbel.collect_root_noise", False),
-    ("gumbel_muzero", "policy.gumbel.collect_action", "halving_winner"),
-    # the unroll's step weighting (docs/parity.md S9); muzero_rnn_full_obs's was the reference's
-    *(
-        (policy_type, "policy.loss_weighting", "appendix_g")
-        for policy_type in (
-            "muzero",
-            "muzero_context",
-            "efficientzero",
-            "sampled_efficientzero",
-            "sampled_muzero",
-            "gumbel_muzero",
-            "stochastic_muzero",
-        )
-    ),
-    ("gumbel_muzero", "policy.gumbel.policy_loss", "cross_entropy"),
-    ("stochastic_muzero", "policy.model.dynamics_residual", True),
-    # the sampled types' continuous entropy: the Monte-Carlo estimate before the option existed
-    ("sampled_efficientzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
-    ("sampled_muzero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
-    ("sampled_unizero", "policy.sampled.continuous_entropy", "tanh_sample_estimate"),
-    # the search's step module by module, before the traced and frozen steps (same arithmetic
-    # as traced; frozen folds batch norms, which rounds differently)
-    (None, "policy.actor_inference", "eager"),
-    # AdamW's one parameter group, before the reference's groups were an option: an older run
-    # resumes with the optimiser it started with, whatever its type's default is now
-    (None, "policy.optimizer_groups", "one"),
-    # one weights version per collect, the reference's rule, before 'refresh' became the default
-    (None, "policy.async_pipeline.collect_freshness", "reference"),
-    # the UniZero types' bootstrap values from each observation alone, before the window's
-    # context (the reference's rule) became the default
-    ("unizero", "policy.bootstrap_values", "per_observation"),
-    ("sampled_unizero", "policy.bootstrap_values", "per_observation"),
-    # their PER priorities from the root's |TD| alone, before the unroll's mean
-    ("unizero", "policy.priority_td", "root"),
-    ("sampled_unizero", "policy.priority_td", "root"),
-)
-
-
 def load_run_config(
     path: Path, overrides: Sequence[str] = ()
 ) -> tuple[ExperimentConfig, list[str]]:
@@ -281,10 +238,10 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
     Returns:
         One note per key filled in.
     """
-    policy_type = (raw.get("policy") or {}).get("type", "muzero")
     notes = _one_lag_control(raw, command)  # first: the old keys name the option's value
-    for only, key, value in OLDER_BEHAVIOUR:
-        if (only is None or only == policy_type) and not _has(raw, key):
+    for name, value in _older_values(raw).items():
+        key = f"policy.{name}"
+        if not _has(raw, key):
             _set(raw, key, value)
             notes.append(
                 f"{command}: {key} is not in the run's config.yaml (written before the option "
@@ -292,6 +249,16 @@ def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list
             )
     notes += _each_pipelines_own_eval_grid(raw, command)
     return notes
+
+
+def _older_values(raw: dict[str, Any]) -> dict[str, Any]:
+    """The run's policy section's `OLDER_VALUES` (its type's own and every type's), by key
+    under `policy.`; a type that is not registered has none here (validation names it)."""
+    policy_type = (raw.get("policy") or {}).get("type", DEFAULT_POLICY_TYPE)
+    try:
+        return policy_config_class(str(policy_type)).OLDER_VALUES
+    except ValueError:
+        return PolicyConfig.OLDER_VALUES
 
 
 def _one_lag_control(raw: dict[str, Any], command: str) -> list[str]:
