@@ -158,13 +158,14 @@ def test_eval_gives_an_older_runs_config_the_behaviour_it_trained_with(
     cartpole_run: Path, tmp_path: Path
 ):
     """A run dir written before an option existed (its config.yaml lacks the key) is scored with
-    the behaviour it trained with (config/resume.py OLDER_BEHAVIOUR), as --resume does."""
+    the behaviour it trained with (config/versions.py's migration), as --resume does."""
     import yaml
 
     old = tmp_path / "old_run"
     shutil.copytree(cartpole_run, old)
     saved = yaml.safe_load((old / "config.yaml").read_text())
     assert saved["policy"].pop("loss_weighting") == "reference"  # a run written now says so
+    assert saved.pop("config_version") == 2  # and is stamped; an older one is not
     (old / "config.yaml").write_text(yaml.safe_dump(saved))
     proc = run_cli("eval", str(old / "ckpt" / "ckpt_best.pth.tar"), cwd=old)
     assert proc.returncode == 0, proc.stderr

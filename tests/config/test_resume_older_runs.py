@@ -1,5 +1,6 @@
 """Resuming a run whose config.yaml predates an option that changed what runs do: the run keeps
-the behaviour it started with (config/resume.py OLDER_BEHAVIOUR); a new run gets the new default."""
+the behaviour it started with (config/versions.py: each section's OLDER_VALUES); a new run gets
+the new default."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def test_a_stochastic_run_written_before_the_weighting_and_residual_options_keep
     """A run dir's config.yaml that lacks policy.loss_weighting and model.dynamics_residual (a
     run started before them) resumes with the unroll weighting and residual it trained with."""
     old = load_config(FIXTURES / "v0_1_gumbel_muzero_config.yaml").model_dump(mode="json")
+    del old["config_version"]  # written before the files carried a version
     policy = old["policy"]
     for key in ("gumbel", "loss_weighting"):
         policy.pop(key)
@@ -69,6 +71,7 @@ def _run_written_without(tmp_path, config: str, *keys: str) -> Path:
     """A run directory whose config.yaml is `config` resolved, less the `policy.sampled` keys
     named (as a run written before those options existed)."""
     raw = yaml.safe_load(dump_config(load_config(CONFIGS / config)))
+    del raw["config_version"]  # written before the files carried a version
     for key in keys:
         del raw["policy"]["sampled"][key]
     run = tmp_path / "old_run"

@@ -42,7 +42,7 @@ class EfficientZeroConfig(EfficientZeroFamilyConfig):
     """`policy.type: efficientzero` (Ye et al. 2021)."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "loss_weighting": "appendix_g",
         **PolicyConfig.OLDER_VALUES,

@@ -73,7 +73,7 @@ class GumbelMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: gumbel_muzero`."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "gumbel.prior_term": "logit",
         "gumbel.collect_root_noise": False,

@@ -26,7 +26,7 @@ class MuZeroContextConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_context`."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "loss_weighting": "appendix_g",
         **PolicyConfig.OLDER_VALUES,

@@ -38,7 +38,7 @@ class SampledEfficientZeroConfig(SampledOptions, EfficientZeroFamilyConfig):
     """`policy.type: sampled_efficientzero`; keeps the entropy term (the reference does)."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "loss_weighting": "appendix_g",
         "sampled.continuous_entropy": "tanh_sample_estimate",

@@ -62,7 +62,7 @@ class SampledUniZeroConfig(SampledOptions, UniZeroFamilyConfig):
     """`policy.type: sampled_unizero`."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "sampled.continuous_entropy": "tanh_sample_estimate",
         **PolicyConfig.OLDER_VALUES,

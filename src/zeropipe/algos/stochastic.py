@@ -117,7 +117,7 @@ class StochasticMuZeroConfig(MuZeroFamilyConfig):
     """`policy.type: stochastic_muzero`."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         "loss_weighting": "appendix_g",
         "model.dynamics_residual": True,

@@ -88,7 +88,7 @@ class UniZeroConfig(UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
 
     # options added later with a default that changes what a run does, and what a run's
-    # config.yaml written before each existed meant (config/resume.py reads them)
+    # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         **PolicyConfig.OLDER_VALUES,
         "bootstrap_values": "per_observation",

@@ -12,6 +12,7 @@ from zeropipe.config.env import EnvConfig
 from zeropipe.config.policy import PolicyConfig, policy_config_class
 from zeropipe.config.section import MAY_CHANGE_ON_RESUME, Section
 from zeropipe.config.tracking import WandbConfig
+from zeropipe.config.versions import CONFIG_VERSION
 
 
 class CheckpointConfig(Section):
@@ -35,6 +36,13 @@ class CheckpointConfig(Section):
 class ExperimentConfig(Section):
     """One experiment: where it writes, when it stops, what it plays and how it learns."""
 
+    config_version: int = Field(
+        CONFIG_VERSION,
+        ge=1,
+        le=CONFIG_VERSION,
+        description="The config format's version. A run's config.yaml records it; resuming or "
+        "scoring an older run migrates its config to this one first (docs: the config contract).",
+    )
     exp_name: str = Field(
         "runs/experiment", description="Output directory, relative to the working directory."
     )

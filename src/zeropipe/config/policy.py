@@ -62,7 +62,7 @@ class PolicyConfig(Section):
     # Options added later with a default that changes what a run does: key (under `policy.`) ->
     # the behaviour before the option existed. A run's config.yaml written before then lacks the
     # key, and resuming it with the new default would change the run midway; a type's section
-    # adds its own (config/resume.py: keep_older_behaviour).
+    # adds its own (config/versions.py: the migration to version 2).
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         # the search's step module by module, before the traced and frozen steps (same
         # arithmetic as traced; frozen folds batch norms, which rounds differently)

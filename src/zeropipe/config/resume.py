@@ -29,7 +29,7 @@ from zeropipe.config.loader import (
     read_yaml,
 )
 from zeropipe.config.overrides import check_known_key
-from zeropipe.config.policy import DEFAULT_POLICY_TYPE, PolicyConfig, policy_config_class
+from zeropipe.config.versions import migrate_config
 
 log = logging.getLogger("zeropipe.config")
 
@@ -131,7 +131,7 @@ def load_resume_config(
     notes = [] if Path(target).is_dir() else _ignored(read_yaml(Path(target)), saved, target)
     raw = yaml.safe_load(yaml.safe_dump(saved))  # a copy
     notes += _resume_in_place(raw, run)
-    notes += keep_older_behaviour(raw)
+    notes += migrate_config(raw)
     saved_raw = yaml.safe_load(yaml.safe_dump(raw))  # the run's config, before the overrides
     applied = []
     for item in overrides:
@@ -217,8 +217,8 @@ def load_run_config(
     path: Path, overrides: Sequence[str] = ()
 ) -> tuple[ExperimentConfig, list[str]]:
     """A run directory's own config.yaml as the run trained with it: the behaviour of its time
-    for options it predates (`keep_older_behaviour`), then `overrides`. `zeropipe eval` scores a
-    run's checkpoint this way: an option that changes the network's forward pass (the MLP
+    for options it predates (config/versions.py's migrations), then `overrides`. `zeropipe eval`
+    scores a run's checkpoint this way: an option that changes the network's forward pass (the MLP
     dynamics' residual, the Gumbel root's prior term) must not take its new default under old
     weights.
 
@@ -226,73 +226,9 @@ def load_run_config(
         The config, and one note per option filled in.
     """
     raw = read_yaml(path)
-    notes = keep_older_behaviour(raw, "eval")
+    notes = migrate_config(raw, "eval")
     applied = [apply_override(raw, item) for item in overrides]
     return config_from_dict(raw, source=str(path), overrides=applied), notes
-
-
-def keep_older_behaviour(raw: dict[str, Any], command: str = "--resume") -> list[str]:
-    """Give a run's config.yaml the behaviour of its time for options it predates (in place).
-    `command` starts each note.
-
-    Returns:
-        One note per key filled in.
-    """
-    notes = _one_lag_control(raw, command)  # first: the old keys name the option's value
-    for name, value in _older_values(raw).items():
-        key = f"policy.{name}"
-        if not _has(raw, key):
-            _set(raw, key, value)
-            notes.append(
-                f"{command}: {key} is not in the run's config.yaml (written before the option "
-                f"existed): {value!r}, the behaviour the run started with"
-            )
-    notes += _each_pipelines_own_eval_grid(raw, command)
-    return notes
-
-
-def _older_values(raw: dict[str, Any]) -> dict[str, Any]:
-    """The run's policy section's `OLDER_VALUES` (its type's own and every type's), by key
-    under `policy.`; a type that is not registered has none here (validation names it)."""
-    policy_type = (raw.get("policy") or {}).get("type", DEFAULT_POLICY_TYPE)
-    try:
-        return policy_config_class(str(policy_type)).OLDER_VALUES
-    except ValueError:
-        return PolicyConfig.OLDER_VALUES
-
-
-def _one_lag_control(raw: dict[str, Any], command: str) -> list[str]:
-    """A config.yaml written when the collect's freshness was two options (`collect_launch`,
-    `collect_refresh_steps`): the one option that does what they did. A refresh every N steps
-    becomes 'refresh', every game_segment_length // 5 steps (the note says when N differs)."""
-    ap = ((raw.get("policy") or {}).get("async_pipeline")) or {}
-    if "collect_launch" not in ap and "collect_refresh_steps" not in ap:
-        return []
-    launch, steps = ap.pop("collect_launch", "eager"), ap.pop("collect_refresh_steps", None)
-    value = "refresh" if steps is not None else launch if launch == "just_in_time" else None
-    if value is None:
-        return []  # the reference's rule, kept by OLDER_BEHAVIOUR
-    ap["collect_freshness"] = value
-    return [
-        f"{command}: policy.async_pipeline.collect_launch and collect_refresh_steps are one "
-        f"option now: collect_freshness: {value} (refresh steps given: {steps})"
-    ]
-
-
-def _each_pipelines_own_eval_grid(raw: dict[str, Any], command: str) -> list[str]:
-    """A config.yaml written when `policy.eval_grid: null` meant each pipeline's own grid
-    (sync 'budget_end', async 'learner_step'): the grid its pipeline used. (Async's own did not
-    wait for a busy evaluator; 'learner_step' does, so an old async run resumed may score a few
-    versions more.)"""
-    policy = raw.get("policy") or {}
-    if "eval_grid" not in policy or policy["eval_grid"] is not None:
-        return []
-    async_run = bool((policy.get("async_pipeline") or {}).get("enabled"))
-    policy["eval_grid"] = "learner_step" if async_run else "budget_end"
-    return [
-        f"{command}: policy.eval_grid is null in the run's config.yaml (each pipeline's own "
-        f"grid, before both used one): {policy['eval_grid']!r}, the grid the run started with"
-    ]
 
 
 def _ignored(given: dict[str, Any], saved: dict[str, Any], target: str | Path) -> list[str]:
@@ -312,20 +248,6 @@ def _flatten(raw: dict[str, Any], prefix: str = "") -> list[str]:
         dotted = f"{prefix}{key}"
         keys += _flatten(value, dotted + ".") if isinstance(value, dict) else [dotted]
     return keys
-
-
-def _has(raw: dict[str, Any], key: str) -> bool:
-    *parents, last = key.split(".")
-    node = _get(raw, ".".join(parents)) if parents else raw
-    return isinstance(node, dict) and last in node
-
-
-def _set(raw: dict[str, Any], key: str, value: Any) -> None:
-    *parents, last = key.split(".")
-    node = raw
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[last] = value
 
 
 def _get(raw: dict[str, Any], key: str) -> Any:

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from zeropipe.config import ExperimentConfig
+from zeropipe.config.versions import CONFIG_VERSION
 from zeropipe.learner.budget import TrainBudget, train_budget
 from zeropipe.learner.trainer import Trainer
 from zeropipe.outputs.errors import CheckpointError, DiskFull
@@ -200,6 +201,7 @@ class RunState:
         """The resumable state: learner, buffer, counters, RNG states (user_lessons: resume)."""
         self.trainer.learner.check_weights()  # never save a non-finite model
         return {
+            "config_version": CONFIG_VERSION,  # the format of this payload and its config
             "learner": self.trainer.learner.state_dict(),
             "buffer": self.trainer.buffer.state_dict(),
             "envstep": self.envstep,
@@ -232,6 +234,12 @@ class RunState:
             loaded: (the file read, its payload).
         """
         path, payload = loaded
+        if payload.get("config_version", 1) > CONFIG_VERSION:  # unstamped: version 1
+            raise CheckpointError(
+                f"{path}: written by a newer zeropipe (config_version "
+                f"{payload['config_version']}, this one reads up to {CONFIG_VERSION}); upgrade "
+                "zeropipe to resume it"
+            )
         self.run.resume_from(path)
         self.trainer.learner.load_state_dict(payload["learner"])
         self.trainer.buffer.load_state_dict(payload["buffer"])
