@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict
 from pathlib import Path
 
@@ -418,7 +418,8 @@ def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
     print(f"{len(specs)} runs, {jobs} at a time, outputs in {out}", flush=True)
     pool = ThreadPoolExecutor(jobs)
     try:
-        return list(pool.map(lambda s: run_one(s, args.overrides, threads, args.timeout_s), specs))
+        futures = [pool.submit(run_one, s, args.overrides, threads, args.timeout_s) for s in specs]
+        return [_result(f) for f in futures]
     except KeyboardInterrupt:
         # a Ctrl-C ends the set: no run still queued starts, and each running one is stopped
         # as a Ctrl-C stops it (a signal sent to this process alone does not reach them)
@@ -428,6 +429,16 @@ def _train_all(specs: list[RunSpec], args: argparse.Namespace) -> list[Curve]:
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _result(future: Future[Curve]) -> Curve:
+    """A run's curve, waited for in timed steps: a Ctrl-C that lands just as the main thread
+    starts an untimed wait on a lock is not seen until the lock is released, which here is when
+    the run ends (minutes later); a timed wait returns within a second and the interrupt is raised.
+    """
+    while not future.done():
+        wait([future], timeout=1.0)
+    return future.result()
 
 
 def _plot(curves: list[Curve], path: Path) -> None:

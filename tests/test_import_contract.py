@@ -20,7 +20,7 @@ SRC = ROOT / "src"
 # Lowest first. A package may import its own modules and those of lower layers; packages of one
 # layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"config", "transport"}),  # plain data and bytes: no RL code
+    frozenset({"config", "transport", "interrupts"}),  # plain data, bytes, signals: no RL code
     frozenset({"envs", "models", "buffer", "outputs"}),  # outputs: a run's directory and logs
     frozenset({"mcts"}),
     frozenset({"algos"}),  # registry.py at its top

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from zeropipe.algos.graphs import weights_mark
+from zeropipe.interrupts import ctrl_c_held
 from zeropipe.mcts.backup import expand_and_backup_batch
 from zeropipe.mcts.selection import SearchParams, traverse_batch
 from zeropipe.mcts.tree import Tree
@@ -79,10 +80,11 @@ class CompiledLoop:
         rewards = np.empty(batch, dtype=np.float32)
         values = np.empty(batch, dtype=np.float32)
         logits = np.empty(tree.root_legal.shape, dtype=np.float32)
-        run_simulations(
-            self.step, store, parents, actions, params, rule,
-            rewards, values, logits, scratch_rows(self.step, batch), *tree,
-        )  # fmt: skip
+        with ctrl_c_held():  # a first call compiles: see zeropipe/interrupts.py
+            run_simulations(
+                self.step, store, parents, actions, params, rule,
+                rewards, values, logits, scratch_rows(self.step, batch), *tree,
+            )  # fmt: skip
 
 
 @njit(cache=True, error_model="numpy")

@@ -6,7 +6,8 @@ Runs in: the CLI's process, main thread.
 from __future__ import annotations
 
 import importlib
-import signal
+
+from zeropipe.interrupts import ctrl_c_held
 
 
 def import_holding_ctrl_c(name: str) -> None:
@@ -16,14 +17,5 @@ def import_holding_ctrl_c(name: str) -> None:
     after throwing an instance of 'pybind11::error_already_set'", SIGABRT; seen in about one of
     a hundred Ctrl-Cs sent 0.3-1.0 s after start). Where SIGINT is ignored (a process started
     with it ignored) or handled by someone else's handler, the import runs as it is."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    with ctrl_c_held():
         importlib.import_module(name)
-        return
-    held: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
-    try:
-        importlib.import_module(name)
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if held:
-        raise KeyboardInterrupt

@@ -27,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 
+from zeropipe.interrupts import ctrl_c_held
 from zeropipe.mcts.action_choice import select_action
 from zeropipe.mcts.contract import RecurrentFn, SearchConfig, SearchOutput, SearchRoots
 from zeropipe.mcts.gumbel import gumbel_options, prepare_gumbel_search
@@ -208,7 +209,8 @@ def gumbel_policy(
     )
     completed = np.zeros(mask.shape, dtype=np.float64)  # [B, A]
     sigma = np.empty(mask.shape, dtype=np.float64)  # [B, A], -inf on illegal actions
-    root_completed_q(result.tree, search_params(opts), completed, sigma)
+    with ctrl_c_held():  # a first call compiles: see zeropipe/interrupts.py
+        root_completed_q(result.tree, search_params(opts), completed, sigma)
     with np.errstate(divide="ignore"):
         log_prior = np.log(result.tree.children_prior[:, 0].astype(np.float64))  # [B, A]
     improved = _softmax(log_prior + sigma)  # [B, A], 0 on illegal actions

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from zeropipe.interrupts import ctrl_c_held
 from zeropipe.mcts.backup import expand_and_backup_batch
 from zeropipe.mcts.chance import chance_expand_and_backup_batch, traverse_chance_batch
 from zeropipe.mcts.selection import SearchParams, traverse_batch
@@ -118,7 +119,8 @@ class KernelCall:
         if self.entry is not None:
             self.entry(*args, self.tree)  # the entry point takes the star-args as one tuple
             return
-        self.kernel(*args, *self.tree)
+        with ctrl_c_held():  # the first call compiles: see zeropipe/interrupts.py
+            self.kernel(*args, *self.tree)
         overloads = getattr(self.kernel, "overloads", None)
         if overloads is not None and len(overloads) == 1:
             self.entry = next(iter(overloads.values())).entry_point
