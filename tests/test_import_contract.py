@@ -9,6 +9,7 @@ Every `import` counts, wherever it stands (module level, inside a function, unde
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,12 +33,9 @@ LAYERS: tuple[frozenset[str], ...] = (
 # the package's own entry points may import anything: the CLI's and the Python API's (api.py)
 TOP = {"zeropipe", "zeropipe.__main__", "zeropipe.api"}
 
-UPWARD_EXCEPTIONS = {
-    # Validating a `policy` mapping needs its type's section, declared beside the algorithm; the
-    # first look-up imports the module that registers the built-in types. A static import would
-    # be a circle (algos imports config), so it is a named, dynamic one.
-    ("zeropipe.config.policy", "zeropipe.algos.registry"),
-}
+# None left: config/ finds the policy types through the package's entry points, not by importing
+# algos/ (config/policy.py).
+UPWARD_EXCEPTIONS: set[tuple[str, str]] = set()
 
 CIRCLE_EXCEPTIONS: set[frozenset[str]] = set()
 
@@ -159,11 +157,23 @@ def test_no_package_imports_upward():
 
 
 def test_no_import_circle_but_the_named_ones():
-    """The named upward import is the one dynamic edge; without it no other circle is left."""
-    graph = import_graph()
-    for importer, imported in UPWARD_EXCEPTIONS:
-        graph[importer].discard(imported)
-    assert circles(graph) == CIRCLE_EXCEPTIONS
+    assert circles(import_graph()) == CIRCLE_EXCEPTIONS
+
+
+def test_config_names_no_policy_type():
+    """The types are the registry's (algos/), found through entry points: config/ holds the
+    fields every type reads and the rules of each field, never a type's name."""
+    from zeropipe.config import registered_policy_types
+
+    names = "|".join(sorted(registered_policy_types(), key=len, reverse=True))
+    pattern = re.compile(rf"\b({names})\b")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((SRC / "zeropipe" / "config").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("package", ["benchmarks", "tests"])

@@ -25,6 +25,8 @@ from zeropipe.models import Network, NetworkOutput
 class MuZeroContextConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_context`."""
 
+    LIGHTZERO_MODEL_TYPE: ClassVar[str | None] = "conv_context"
+
     # options added later with a default that changes what a run does, and what a run's
     # config.yaml written before each existed meant (config/versions.py reads them)
     OLDER_VALUES: ClassVar[dict[str, Any]] = {

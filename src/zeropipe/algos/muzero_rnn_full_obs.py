@@ -16,7 +16,7 @@ root latent is always the encoded observation. Reanalysis searches without root 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -47,6 +47,8 @@ from zeropipe.models import HistoryNetwork, NetworkOutput, logits_to_scalar, sca
 
 class MuZeroRNNFullObsConfig(CarriedRootOptions, MuZeroFamilyConfig):
     """`policy.type: muzero_rnn_full_obs`."""
+
+    LIGHTZERO_MODEL_TYPE: ClassVar[str | None] = "rnn_full_obs"
 
     type: Literal["muzero_rnn_full_obs"] = Field(
         "muzero_rnn_full_obs", description="Policy type; see docs/policies/muzero_rnn_full_obs.md."

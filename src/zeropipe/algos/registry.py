@@ -4,6 +4,8 @@ Runs in: any. The top of `algos/`: it imports every built-in type's module, and 
 `algos/` imports it. Importing it registers the built-in types (their config sections too, so
 that `config` validates a `policy` mapping as its type's section). A type of one's own is one
 `register(Algorithm(MySection, MY_FAMILY, "puct"))` call in its own module, with no edit here;
+this module is the package's `zeropipe.policy_types` entry point (pyproject.toml), which config/
+loads at its first look-up of a type;
 name it `my_package.my_module:my_type` (its section's `type`) so that every process, worker
 processes included, imports that module when it reads the config
 (`config.policy_config_class`).
@@ -51,15 +53,16 @@ class UnsupportedPolicyError(ConfigError):
     """No policy type of that name is registered."""
 
 
-def register(algo: Algorithm) -> None:
-    """Make `algo` the policy type named by its config section's `type`.
+def register(algo: Algorithm, default: bool = False) -> None:
+    """Make `algo` the policy type named by its config section's `type` (with `default`, the
+    type of a config that names none).
 
     Raises:
         ValueError: another algorithm is registered under that name.
     """
     if ALGORITHMS.get(algo.name, algo) is not algo:
         raise ValueError(f"policy.type {algo.name!r} is registered already")
-    register_policy_config(algo.config)
+    register_policy_config(algo.config, default)
     ALGORITHMS[algo.name] = algo
 
 
@@ -69,8 +72,8 @@ def unregister(name: str) -> None:
     unregister_policy_config(name)
 
 
+register(Algorithm(MuZeroConfig, MUZERO, "puct"), default=True)
 for _builtin in (
-    Algorithm(MuZeroConfig, MUZERO, "puct"),
     Algorithm(GumbelMuZeroConfig, GUMBEL, "gumbel"),
     Algorithm(SampledMuZeroConfig, SAMPLED_MUZERO, "sampled"),
     Algorithm(EfficientZeroConfig, EFFICIENTZERO, "puct"),

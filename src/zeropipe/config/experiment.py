@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field, SerializeAsAny
 
 from zeropipe.config.env import EnvConfig
-from zeropipe.config.policy import PolicyConfig, policy_config_class
+from zeropipe.config.policy import PolicyConfig, default_policy_type, policy_config_class
 from zeropipe.config.section import MAY_CHANGE_ON_RESUME, Section
 from zeropipe.config.tracking import WandbConfig
 from zeropipe.config.versions import CONFIG_VERSION
@@ -75,7 +75,7 @@ class ExperimentConfig(Section):
     env: EnvConfig = Field(description="Environment settings.")
     # SerializeAsAny: dump the type's own section (its fields), not only the base class's.
     policy: SerializeAsAny[PolicyConfig] = Field(
-        default_factory=lambda: policy_config_class("muzero")(),
+        default_factory=lambda: policy_config_class(default_policy_type())(),
         description="Policy settings; `policy.type` picks the section (each type's own options).",
     )
     checkpoint: CheckpointConfig = Field(

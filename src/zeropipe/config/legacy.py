@@ -3,8 +3,8 @@
 Runs in: any. Before each policy type had its own section, one `policy` model held every type's
 options, and a run's `config.yaml` (and `zeropipe config`'s output) spelled all of them out. Such
 a file still loads: an option of another type is dropped when it holds that type's default, and
-is an error naming its owners when it holds anything else (setting a Gumbel option on a muzero
-config means something the run would silently ignore).
+is an error naming its owners when it holds anything else (setting a Gumbel option on a type
+without Gumbel search means something the run would silently ignore).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from zeropipe.config.lightzero_keys import KEY_RULES, PATH_RULES, Context, Outco
 from zeropipe.config.lightzero_source import LightZeroSource, Unread, read_lightzero
 from zeropipe.config.loader import config_from_dict
 from zeropipe.config.names import fields_at
-from zeropipe.config.policy import registered_policy_types
+from zeropipe.config.policy import default_policy_type, registered_policy_types
 
 __all__ = ["ImportedConfig", "KeyLine", "import_lightzero"]
 
@@ -89,7 +89,7 @@ def import_lightzero(path: str | Path) -> ImportedConfig:
 
 def _ordered(raw: dict[str, Any]) -> dict[str, Any]:
     """The top-level keys in the schema's order (exp_name, seed, ..., env, policy)."""
-    order = fields_at([], "muzero") or []
+    order = fields_at([], default_policy_type()) or []
     return {key: raw[key] for key in sorted(raw, key=order.index)}
 
 

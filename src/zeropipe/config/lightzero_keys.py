@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from zeropipe.config.names import LIGHTZERO_UNNEEDED, fields_at
+from zeropipe.config.policy import types_of_lightzero_model
 
 Kind = Literal["mapped", "dropped", "unsupported"]
 
@@ -94,10 +95,9 @@ def _lstm(value: Any, ctx: Context) -> Outcome:
 def _model_type(value: Any, _: Context) -> Outcome:
     if value in ("mlp", "conv"):
         return Outcome("mapped", {"policy.model.kind": value})
-    return Outcome(
-        "unsupported",
-        why="here conv_context / rnn_full_obs are policy.type muzero_context / muzero_rnn_full_obs",
-    )
+    types = types_of_lightzero_model(value)
+    why = f"here it is policy.type {' / '.join(types)}" if types else "no such model here"
+    return Outcome("unsupported", why=why)
 
 
 def _same_as(dotted: str, target: str) -> Rule:
@@ -210,7 +210,7 @@ PATH_RULES: dict[str, Rule] = {
     _WM + "collector_env_num": drop("env.collector_env_num"),
     _WM + "evaluator_env_num": drop("env.evaluator_env_num"),
     _WM + "continuous_action_space": drop_when(
-        False, "a discrete env", "policy.type sampled_unizero is the continuous UniZero"
+        False, "a discrete env", "the sampled UniZero type is the continuous UniZero"
     ),
     _WM + "predict_latent_loss_type": drop_when(
         "mse", "the latent loss is MSE", "only the MSE latent loss here"

@@ -19,7 +19,7 @@ from zeropipe.config.section import CONV_ONLY, MLP_ONLY, Section
 
 
 class WorldModelConfig(Section):
-    """UniZero's transformer world model (used by the unizero family only)."""
+    """The transformer world model's sizes (UniZero's; the types with a world model read it)."""
 
     embed_dim: int = Field(64, ge=8, description="Token embedding size E.")
     num_layers: int = Field(2, ge=1, description="Transformer blocks.")
@@ -101,21 +101,20 @@ class ProjectionModelConfig(ModelConfig):
     dynamics_residual: bool = Field(
         True,
         description="mlp: the dynamics adds its input latent before the final ReLU (LightZero "
-        "res_connection_in_dynamics: True in its muzero, efficientzero, gumbel_muzero, sampled "
-        "and rnn_full_obs policy defaults, e.g. policy/muzero.py:68; stochastic_muzero's "
-        "default is False). The conv dynamics always adds it, as LightZero's. The parameters "
-        "are the same either way.",
+        "res_connection_in_dynamics: True in the policy defaults of its types without chance "
+        "nodes; the chance-node type's section defaults it to False, as LightZero's). The conv "
+        "dynamics always adds it, as LightZero's. The parameters are the same either way.",
         json_schema_extra=MLP_ONLY,
     )
 
 
 class HistoryModelConfig(ProjectionModelConfig):
-    """muzero_rnn_full_obs: a GRU latent history beside the latent."""
+    """A GRU latent history beside the latent (the full-observation RNN type's model)."""
 
     rnn_hidden_size: int = Field(
         512,
         ge=1,
-        description="muzero_rnn_full_obs: size of the GRU latent history carried along an "
+        description="Size of the GRU latent history carried along an "
         "unroll, per node in the search and per env in acting.",
     )
 
@@ -155,7 +154,7 @@ class ContinuousHead(Section):
 
 
 class ValuePrefixConfig(Section):
-    """EfficientZero's value-prefix LSTM (efficientzero only; Ye et al. 2021 §4.2)."""
+    """The value-prefix LSTM (EfficientZero's, Ye et al. 2021 §4.2; the types with one read it)."""
 
     lstm_hidden_size: int = Field(
         512, ge=1, description="Hidden size of the value-prefix LSTM (reference: 512)."

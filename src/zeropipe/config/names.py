@@ -23,8 +23,8 @@ LIGHTZERO_NAMES: dict[str, str] = {
     "n_episode": "use env.collector_env_num (envs stepped together; a collect returns "
     "policy.num_segments segments)",
     "cuda": "use policy.device: cuda",
-    "model_type": "use policy.model.kind (mlp | conv | auto); muzero_context and "
-    "muzero_rnn_full_obs are policy.type values here",
+    "model_type": "use policy.model.kind (mlp | conv | auto); LightZero's conv_context and "
+    "rnn_full_obs models are policy types of their own here (`zeropipe import` names them)",
     "latent_state_dim": "use policy.model.latent_dim",
     "piecewise_decay_lr_scheduler": "use policy.lr_schedule: piecewise",
     "lr_piecewise_constant_decay": "use policy.lr_schedule: piecewise",
@@ -65,7 +65,7 @@ LIGHTZERO_UNNEEDED: dict[str, tuple[str, str]] = {
     ),
 }
 
-# LightZero's efficientzero model reads it; here the types with a value-prefix LSTM do (their
+# LightZero's value-prefix model reads it; here the types with a value-prefix LSTM do (their
 # section at VALUE_PREFIX has the field), and every other type has no LSTM at all.
 LSTM_KEY = "lstm_hidden_size"
 VALUE_PREFIX = ("policy", "value_prefix")
@@ -103,7 +103,7 @@ def other_types_owning(path: Sequence[str], key: str, policy_type: str) -> list[
 def unknown_key_help(
     key: str,
     valid: Sequence[str] | None,
-    policy_type: str = "muzero",
+    policy_type: str,
     where: Sequence[str] = (),
 ) -> str:
     """One short clause after "unknown key X": LightZero's name, the policy section that has the

@@ -16,7 +16,7 @@ import yaml
 from zeropipe.config.errors import ConfigError
 from zeropipe.config.experiment import ExperimentConfig
 from zeropipe.config.names import fields_at, other_types_owning, unknown_key_help
-from zeropipe.config.policy import DEFAULT_POLICY_TYPE
+from zeropipe.config.policy import default_policy_type
 
 ASYNC_PREFIX = "policy.async_pipeline."
 
@@ -97,8 +97,8 @@ def policy_type(raw: dict[str, Any]) -> str:
     """The policy type a raw config mapping names (the default one where it names none)."""
     policy = raw.get("policy")
     if not isinstance(policy, dict):
-        return DEFAULT_POLICY_TYPE
-    return str(policy.get("type", DEFAULT_POLICY_TYPE))
+        return default_policy_type()
+    return str(policy.get("type", default_policy_type()))
 
 
 def check_known_key(item: str, raw: dict[str, Any]) -> None:

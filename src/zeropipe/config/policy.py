@@ -4,13 +4,16 @@ Runs in: any. `PolicyConfig` holds the fields every type reads (search, data, le
 async pipeline). Each policy type declares its own subclass beside its algorithm in `algos/`
 (acme's per-agent config next to its builder): its `type` literal, the options only it reads and
 its `model` section. Validating a `policy` mapping picks the subclass registered for its `type`
-(`register_policy_config`); the built-in types register when `zeropipe.algos.registry` is
-imported, which the first look-up does (see `policy_config_class`).
+(`register_policy_config`). config/ names no type and no module of algos/: the first look-up
+loads the package's policy-type plugins, the `zeropipe.policy_types` entry points (the
+package's own, in pyproject.toml, is the module that registers the built-in types and the
+default one). A third-party package adds types the same way.
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -21,15 +24,15 @@ from zeropipe.config.legacy import drop_other_types_defaults
 from zeropipe.config.model import ModelConfig
 from zeropipe.config.section import MAY_CHANGE_ON_RESUME, Section
 
-# The module whose import registers the built-in policy types. config/ sits below algos/, so it
-# cannot import it statically (algos imports config); the first look-up imports it by name.
-BUILTIN_TYPES_MODULE = "zeropipe.algos.registry"
-DEFAULT_POLICY_TYPE = "muzero"
+# The entry-point group whose modules register policy types when loaded (pyproject.toml).
+PLUGIN_GROUP = "zeropipe.policy_types"
 # A search tree holds num_simulations + 1 nodes per root in arrays [B, N, A]: far past the
 # reference's largest setting (800) they only exhaust memory.
 MAX_SIMULATIONS = 100_000
 
 _SECTIONS: dict[str, type[PolicyConfig]] = {}
+_DEFAULT: list[str] = []  # the default type's name, once registered
+_PLUGINS_LOADED: list[bool] = []
 
 
 class EpsilonGreedyConfig(Section):
@@ -63,6 +66,8 @@ class PolicyConfig(Section):
     # the behaviour before the option existed. A run's config.yaml written before then lacks the
     # key, and resuming it with the new default would change the run midway; a type's section
     # adds its own (config/versions.py: the migration to version 2).
+    # LightZero's `model_type` that is this policy type here (`zeropipe import` names it)
+    LIGHTZERO_MODEL_TYPE: ClassVar[str | None] = None
     OLDER_VALUES: ClassVar[dict[str, Any]] = {
         # the search's step module by module, before the traced and frozen steps (same
         # arithmetic as traced; frozen folds batch norms, which rounds differently)
@@ -75,7 +80,8 @@ class PolicyConfig(Section):
     }
 
     type: str = Field(
-        DEFAULT_POLICY_TYPE, description="Policy type, one of the ten in docs/policies/index.md."
+        default_factory=lambda: default_policy_type(),
+        description="Policy type, one of the ten in docs/policies/index.md (unset: the default).",
     )
     device: str = Field(
         "cpu",
@@ -94,19 +100,18 @@ class PolicyConfig(Section):
     )
     tie_break: Literal["random", "first"] = Field(
         "first",
-        description="PUCT ties in collect and reanalysis searches (not read by gumbel_muzero): "
+        description="PUCT ties in collect and reanalysis searches (not read by Gumbel search): "
         "'first' (the lowest such action; LightZero's `deterministic` flag) or 'random' "
         "(LightZero's default: a uniform pick among the scores within 1e-6 of the maximum, from "
         "a stream seeded by the actor's generator, so runs stay reproducible per seed). 'first' "
         "by default, a measured deviation: on CartPole seed 0 the random rule reached 195 later "
-        "(efficientzero 4,952 vs 2,656 env steps; stochastic_muzero 6,960 vs 3,768) or not "
-        "within 9,256 (sampled_efficientzero; first: 3,696); docs/parity.md S4.",
+        "for two types or not within 9,256 env steps for a third (docs/parity.md S4).",
     )
     eval_tie_break: Literal["random", "first"] = Field(
         "first",
         description="PUCT ties in eval searches, as tie_break. LightZero breaks eval ties at "
-        "random in every MuZero-family tree and sampled_unizero's, and at the first in "
-        "unizero's eval search.",
+        "random in every MuZero-family tree and the sampled UniZero's, and at the first in "
+        "UniZero's eval search.",
     )
     channels_last: bool = Field(
         True,
@@ -237,10 +242,10 @@ class PolicyConfig(Section):
         "torch's betas (0.9, 0.999). 'reference': the reference's groups for the type (docs: "
         "parity S14): biases and norm and embedding weights not decayed (the MuZero family, "
         "betas 0.9/0.999), or every parameter of fewer than 2 dimensions not decayed (the "
-        "sampled and UniZero types, nanoGPT's rule, betas 0.9/0.95); stochastic_muzero, whose "
-        "reference has no AdamW, keeps one group. SGD and Adam: one group either way. Default "
-        "'one' until a type's AdamW configs are measured under 'reference' (unizero's are: its "
-        "section defaults to 'reference').",
+        "sampled and UniZero types, nanoGPT's rule, betas 0.9/0.95); the chance-node type, "
+        "whose reference has no AdamW, keeps one group. SGD and Adam: one group either way. "
+        "Default 'one' until a type's AdamW configs are measured under 'reference' (a type's "
+        "section whose are defaults to 'reference').",
     )
     learning_rate: float = Field(3e-3, gt=0.0, description="Initial learning rate.")
     weight_decay: float = Field(1e-4, ge=0.0, description="Weight decay.")
@@ -301,9 +306,12 @@ class PolicyConfig(Section):
     def _the_types_section(cls, data: Any, handler):
         """A mapping validated as the base class becomes the section of its `type`."""
         if cls is PolicyConfig and isinstance(data, dict):
-            name = data.get("type", DEFAULT_POLICY_TYPE)
+            name = data.get("type", default_policy_type())
             if not isinstance(name, str):
-                raise ValueError(f"policy.type must be one type name, e.g. muzero (got {name!r})")
+                raise ValueError(
+                    f"policy.type must be one type name, e.g. {default_policy_type()} "
+                    f"(got {name!r})"
+                )
             section = policy_config_class(name)
             if section is not PolicyConfig:
                 others = [(n, s) for n, s in _SECTIONS.items() if s is not section]
@@ -333,8 +341,9 @@ def _with_section_errors(
     return ValidationError.from_exception_data(section.__name__, errors)
 
 
-def register_policy_config(section: type[PolicyConfig]) -> None:
-    """Make `section` the config of the policy type named by its `type` field's default.
+def register_policy_config(section: type[PolicyConfig], default: bool = False) -> None:
+    """Make `section` the config of the policy type named by its `type` field's default; with
+    `default`, the type of a config that names none.
 
     Raises:
         ValueError: another section is registered under that name.
@@ -343,6 +352,32 @@ def register_policy_config(section: type[PolicyConfig]) -> None:
     if _SECTIONS.get(name, section) is not section:
         raise ValueError(f"policy.type {name!r} is registered already")
     _SECTIONS[name] = section
+    if default:
+        _DEFAULT[:] = [name]
+
+
+def _load_plugins() -> None:
+    """Load every `zeropipe.policy_types` entry point once (each registers its types)."""
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED.append(True)
+    for plugin in entry_points(group=PLUGIN_GROUP):
+        plugin.load()
+
+
+# what a missing registry means: the entry points were not found
+_NO_PLUGINS = (
+    "zeropipe's package metadata is missing or older than its code, so its policy types were "
+    "not loaded (reinstall it: make install, or pip install -e .)"
+)
+
+
+def default_policy_type() -> str:
+    """The type of a config whose `policy` names none (the built-in types' registry says)."""
+    _load_plugins()
+    if not _DEFAULT:
+        raise ValueError(f"no default policy type is registered: {_NO_PLUGINS}")
+    return _DEFAULT[0]
 
 
 def policy_config_class(policy_type: str) -> type[PolicyConfig]:
@@ -356,8 +391,7 @@ def policy_config_class(policy_type: str) -> type[PolicyConfig]:
         ValueError: no type of that name is registered (the message lists those that are), or
             its module cannot be imported.
     """
-    if policy_type not in _SECTIONS:
-        importlib.import_module(BUILTIN_TYPES_MODULE)  # registers the built-in types
+    _load_plugins()
     module, sep, _ = policy_type.partition(":")
     if policy_type not in _SECTIONS and sep:
         try:
@@ -366,17 +400,24 @@ def policy_config_class(policy_type: str) -> type[PolicyConfig]:
             message = f"policy.type {policy_type!r}: cannot import {module}: {exc}"
             raise ValueError(message) from None
     if policy_type not in _SECTIONS:
+        available = ", ".join(sorted(_SECTIONS)) or f"none: {_NO_PLUGINS}"
         raise ValueError(
             f"policy.type {policy_type!r} is not a policy type of this version of zeropipe; "
-            f"available: {', '.join(sorted(_SECTIONS))}"
+            f"available: {available}"
         )
     return _SECTIONS[policy_type]
 
 
 def registered_policy_types() -> tuple[str, ...]:
     """The names of every registered policy type, sorted."""
-    policy_config_class(DEFAULT_POLICY_TYPE)
+    _load_plugins()
     return tuple(sorted(_SECTIONS))
+
+
+def types_of_lightzero_model(model_type: object) -> list[str]:
+    """The registered types that a LightZero config of `model_type` is here."""
+    _load_plugins()
+    return [n for n, s in _SECTIONS.items() if model_type == s.LIGHTZERO_MODEL_TYPE]
 
 
 def unregister_policy_config(policy_type: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from zeropipe.config.errors import ConfigError
-from zeropipe.config.policy import DEFAULT_POLICY_TYPE, PolicyConfig, policy_config_class
+from zeropipe.config.policy import PolicyConfig, default_policy_type, policy_config_class
 
 CONFIG_VERSION = 2
 
@@ -75,7 +75,7 @@ def _to_2(raw: dict[str, Any], command: str) -> list[str]:
 def _older_values(raw: dict[str, Any]) -> dict[str, Any]:
     """The run's policy section's `OLDER_VALUES` (its type's own and every type's), by key
     under `policy.`; a type that is not registered has none here (validation names it)."""
-    policy_type = (raw.get("policy") or {}).get("type", DEFAULT_POLICY_TYPE)
+    policy_type = (raw.get("policy") or {}).get("type", default_policy_type())
     try:
         return policy_config_class(str(policy_type)).OLDER_VALUES
     except ValueError:
