@@ -85,6 +85,8 @@ class DataSpec:
         sampled actions, no chance labels)."""
         shape, dtype, stack, num_actions, *rest = data
         action_dim, mask_width, sampled, chances = list(rest) + [0, -1, None, False][len(rest) :]
+        if int(mask_width) < 0:  # written before the masks' width was stored: num_actions wide
+            mask_width = num_actions
         return cls(
             tuple(shape),
             np.dtype(dtype),

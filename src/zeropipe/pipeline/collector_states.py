@@ -35,6 +35,6 @@ class CollectorStates:
         }
 
     def restore(self, payload: dict[str, Any]) -> None:
-        """Take the states a checkpoint saved (older checkpoints: none)."""
-        self.restored = payload.get("collector")
-        self.restored_workers = dict(payload.get("collector_workers") or {})
+        """Take the states a checkpoint saved."""
+        self.restored = payload["collector"]
+        self.restored_workers = dict(payload["collector_workers"] or {})

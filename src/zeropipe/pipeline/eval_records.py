@@ -42,5 +42,5 @@ class EvalRecords:
     def restore(self, payload: dict[str, Any]) -> None:
         """Take the fields a checkpoint saved."""
         self.last_eval_iter = int(payload["last_eval_iter"])
-        self.last_eval_version = payload.get("last_eval_version")
+        self.last_eval_version = payload["last_eval_version"]
         self.best_reward = payload["best_reward"]

@@ -30,6 +30,7 @@ from zeropipe.outputs.text_log import SHOWN_QUIET
 from zeropipe.pipeline.checkpointer import Checkpointer
 from zeropipe.pipeline.collector_states import CollectorStates
 from zeropipe.pipeline.eval_records import EvalRecords
+from zeropipe.pipeline.payload_versions import upgrade_payload
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
@@ -234,25 +235,19 @@ class RunState:
             loaded: (the file read, its payload).
         """
         path, payload = loaded
-        if payload.get("config_version", 1) > CONFIG_VERSION:  # unstamped: version 1
-            raise CheckpointError(
-                f"{path}: written by a newer zeropipe (config_version "
-                f"{payload['config_version']}, this one reads up to {CONFIG_VERSION}); upgrade "
-                "zeropipe to resume it"
-            )
+        payload = upgrade_payload(path, payload)  # an older version's: the current keys
         self.run.resume_from(path)
         self.trainer.learner.load_state_dict(payload["learner"])
         self.trainer.buffer.load_state_dict(payload["buffer"])
         self.envstep = int(payload["envstep"])
         self.evals.restore(payload)
         self.trainer.completed_budgets = int(payload["completed_budgets"])
-        owed = payload.get("budgets", [])  # earlier checkpoints: none saved (those steps lost)
-        self.trainer.budgets = deque(TrainBudget(**budget) for budget in owed)
-        metrics = self.run.metrics  # the checkpoint's time (earlier runs: none saved), or later
-        metrics.time_offset_s = max(float(payload.get("time_s", 0.0)), metrics.last_time_s)
+        self.trainer.budgets = deque(TrainBudget(**budget) for budget in payload["budgets"])
+        metrics = self.run.metrics  # the checkpoint's time, or the log's last if later
+        metrics.time_offset_s = max(float(payload["time_s"]), metrics.last_time_s)
         self.collectors.restore(payload)
         torch.set_rng_state(payload["torch_rng"])
-        if "numpy_rng" in payload:
+        if payload["numpy_rng"] is not None:
             np.random.set_state(payload["numpy_rng"])
             random.setstate(payload["python_rng"])
         self.start_envstep, self.start_train_iter = self.envstep, self.train_iter
