@@ -17,7 +17,7 @@ cores, each barrier waits for a descheduled thread. So:
   now (sampled once, at the start), at least one.
 
 The async pipeline takes the fewer of this choice and the cores its busy workers leave
-(`schedule.learner_threads`), step by step.
+(`schedule.learner_threads`), step by step; a collector at niceness 19 leaves them all.
 """
 
 from __future__ import annotations
