@@ -113,6 +113,22 @@ async def test_the_learner_takes_the_cores_of_workers_without_a_request(
         assert min(threads) < 6  # a collector in flight took one at some step
 
 
+async def test_an_async_conv_learner_does_not_count_its_own_workers_as_load(tmp_path, monkeypatch):
+    """The run's choice is made while its two workers start (runnable, importing torch): on 2
+    cores it must still be two threads, not the one a busy machine gets."""
+    monkeypatch.setattr(schedule, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads_module, "usable_cores", lambda: 2)
+    monkeypatch.setattr(threads_module, "has_convolutions", lambda network: True)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda: 2)  # its collector, evaluator
+    cfg = tiny_config(tmp_path / "run")
+    cfg.max_env_step = 96
+    cfg.policy.eval_freq = 100_000  # no eval while it trains: only the niced collector runs
+    async with asyncio.timeout(180):
+        await train_async(cfg, show_progress=False)
+    threads = [e["learner_threads"] for e in events(tmp_path / "run") if e["event"] == "train"]
+    assert threads and set(threads) == {2}
+
+
 def test_a_collector_at_the_lowest_priority_takes_no_core_from_the_learner():
     def ap(**pipeline):
         return tiny_config("unused", async_pipeline=pipeline).policy.async_pipeline

@@ -28,6 +28,9 @@ def test_the_choice_rule(four_cores_one_busy):
     assert threads.choose_threads(None, CONV, restored=2).threads == 2  # a resumed run's count
     configured = threads.choose_threads(5, MLP, restored=2)
     assert (configured.threads, configured.explicit) == (5, True)  # the option always wins
+    # the run's own async workers, busy starting, are not other processes' load
+    assert threads.choose_threads(None, CONV, own_workers=1).threads == 4
+    assert threads.choose_threads(None, CONV, own_workers=2).threads == 4
 
 
 def test_a_machine_busy_everywhere_still_gets_one_thread(monkeypatch):

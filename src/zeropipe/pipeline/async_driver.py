@@ -102,7 +102,7 @@ async def train_async(
     try:
         # Building the learner (and reading a checkpoint) is heavy work too.
         (state, _), cancelled = await heavy.settle(
-            functools.partial(open_run, init_weights=init_weights),
+            functools.partial(open_run, init_weights=init_weights, own_workers=_workers(cfg)),
             cfg,
             resume,
             listeners,
@@ -162,6 +162,13 @@ async def _drive(
     if late_cancel:
         raise asyncio.CancelledError
     return summary
+
+
+def _workers(cfg: ExperimentConfig) -> int:
+    """The run's collector and evaluator workers (on a Ray cluster some may run elsewhere;
+    counting them all errs toward the learner's threads)."""
+    ap = cfg.policy.async_pipeline
+    return ap.num_collector_actors + ap.num_evaluator_actors
 
 
 def run_labels(cfg: ExperimentConfig, pipeline: str) -> dict[str, str]:

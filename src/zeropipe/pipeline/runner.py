@@ -56,6 +56,7 @@ def open_run(
     listeners: Iterable[Listener] = (),
     build_actors: Callable[[], A] = _no_actors,  # type: ignore[assignment]
     init_weights: Mapping[str, torch.Tensor] | None = None,
+    own_workers: int = 0,
 ) -> tuple[RunState, A]:
     """Set a run up: check its directory, read the checkpoint to resume, build the learner and
     the buffer, open the run directory, restore.
@@ -70,6 +71,8 @@ def open_run(
             opened and the checkpoint's RNG states are restored.
         init_weights: a new run starts from these network weights (`--init-from`; the target
             network too), not from a fresh initialisation.
+        own_workers: the run's worker processes that may already be running (the async
+            pipeline's): the learner's thread choice does not count them as other load.
 
     Returns:
         The run's state and what `build_actors` built.
@@ -88,7 +91,9 @@ def open_run(
     if init_weights is not None:
         _start_from(comps.learner, init_weights)  # a mismatch is one line, before any other
     restored = loaded[1].get("learner_threads") if loaded is not None else None
-    threads = choose_threads(cfg.policy.learner_num_threads, comps.learner.network, restored)
+    threads = choose_threads(
+        cfg.policy.learner_num_threads, comps.learner.network, restored, own_workers
+    )
     apply_threads(threads)
     log_choice(cfg.policy.learner_autocast, comps.learner.autocast)
     trainer = Trainer(comps.learner, comps.buffer, cfg.policy, PhaseClock())

@@ -14,7 +14,7 @@ cores, each barrier waits for a descheduled thread. So:
 - a model without convolutions (the MLP families, UniZero's transformer on vectors): one
   thread;
 - a conv model: the cores this process may use, less the cores other processes are running on
-  now (sampled once, at the start), at least one.
+  now (sampled once, at the start; the run's own async workers are not "other"), at least one.
 
 The async pipeline takes the fewer of this choice and the cores its busy workers leave
 (`schedule.learner_threads`), step by step; a collector at niceness 19 leaves them all.
@@ -44,7 +44,10 @@ class ThreadChoice:
 
 
 def choose_threads(
-    configured: int | None, network: torch.nn.Module, restored: int | None = None
+    configured: int | None,
+    network: torch.nn.Module,
+    restored: int | None = None,
+    own_workers: int = 0,
 ) -> ThreadChoice:
     """The learner's thread count (see the module docstring for the rule and its measurement).
 
@@ -52,6 +55,10 @@ def choose_threads(
         configured: `policy.learner_num_threads` (None: choose).
         network: the learner's network (its layers decide small or large).
         restored: the count a resumed run started with (None: a new run, or an older checkpoint).
+        own_workers: worker processes of this run that may be running now (the async pipeline's,
+            started before the learner is built and busy importing): not counted as other
+            processes' load. Counted as such, every async conv learner got one thread for the
+            whole run (the step-by-step rule only lowers the count).
     """
     if configured is not None:
         return ThreadChoice(configured, "policy.learner_num_threads", explicit=True)
@@ -60,7 +67,7 @@ def choose_threads(
     if not has_convolutions(network):
         return ThreadChoice(1, "a model without convolutions: one thread is as fast alone")
     cores = usable_cores()
-    others = busy_elsewhere()
+    others = max(0, busy_elsewhere() - own_workers)
     threads = max(1, cores - others)
     return ThreadChoice(threads, f"a conv model: {cores} usable cores, {others} busy elsewhere")
 
