@@ -215,14 +215,6 @@ class AsyncPipelineConfig(Section):
         return max(1, game_segment_length // REFRESH_PARTS)
 
     @property
-    def collectors_take_cores(self) -> bool:
-        """Whether a collector with a request in flight takes a core from the learner. A process
-        collector at the lowest priority (niceness 19, the default) runs on what the learner
-        leaves: beside one, a conv learner on two threads stepped as fast as alone (MinAtar
-        Breakout, 2 cores), while handing it a core cost the learner 1.4x its step time."""
-        return self.backend != "process" or self.worker_niceness + self.collector_niceness < 19
-
-    @property
     def resolved_max_collect_inflight(self) -> int:
         """`max_collect_inflight`, defaulting to the number of collector actors."""
         if self.max_collect_inflight is None:

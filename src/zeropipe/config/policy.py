@@ -153,8 +153,7 @@ class PolicyConfig(Section):
         "(logged; a resumed run keeps its count): one for a model without convolutions, "
         "else the usable cores not busy with other processes at the start; in the async "
         "pipeline at most that, before every learner step, the cores not taken by the workers "
-        "that have a request in flight (min 1; a collector at niceness 19, the default, takes "
-        "none: it runs on what the learner leaves).",
+        "that have a request in flight (min 1).",
     )
     model: ModelConfig = Field(default_factory=ModelConfig, description="Network settings.")
     # search

@@ -223,12 +223,9 @@ class AsyncRun:
         return trained
 
     def _busy_cpus(self) -> int:
-        """Threads of the workers that have a request in flight and compete for the cores (a
-        collector at the lowest priority does not: `collectors_take_cores`)."""
+        """Threads of the workers that have a request in flight (they compete for the cores)."""
         ap = self.ap
         collecting = self.launcher.inflight("collector") * ap.collector_num_cpus
-        if not ap.collectors_take_cores:
-            collecting = 0
         return collecting + self.launcher.inflight("evaluator") * ap.evaluator_num_cpus
 
     def _learner_step(self, threads: int) -> None:

@@ -17,7 +17,8 @@ cores, each barrier waits for a descheduled thread. So:
   now (sampled once, at the start; the run's own async workers are not "other"), at least one.
 
 The async pipeline takes the fewer of this choice and the cores its busy workers leave
-(`schedule.learner_threads`), step by step; a collector at niceness 19 leaves them all.
+(`schedule.learner_threads`), step by step: a conv learner takes both cores of a 2-core machine
+while its collector is idle (backpressure) and leaves it one while the collector collects.
 """
 
 from __future__ import annotations
