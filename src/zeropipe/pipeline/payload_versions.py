@@ -7,7 +7,8 @@ keys that later versions always write; each gets the value that means what the o
   - `time_s`: the run's clock at the save (none: the resumed run's clock starts from its log);
   - `numpy_rng`, `python_rng`: those generators' states (none: they stay as seeded);
   - `last_eval_version`: the weights version of the last eval (none: unknown);
-  - `collector`, `collector_workers`: the collectors' unfinished episodes (none: new ones).
+  - `collector`, `collector_workers`: the collectors' unfinished episodes (none: new ones);
+  - `learner_threads`: the learner's thread count (none: the resumed run chooses again).
 A payload of a newer version than this code reads is refused.
 """
 
@@ -27,6 +28,7 @@ VERSION_1_DEFAULTS: dict[str, Any] = {
     "last_eval_version": None,
     "collector": None,
     "collector_workers": {},
+    "learner_threads": None,
 }
 
 

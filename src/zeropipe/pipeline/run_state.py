@@ -30,7 +30,6 @@ from zeropipe.outputs.text_log import SHOWN_QUIET
 from zeropipe.pipeline.checkpointer import Checkpointer
 from zeropipe.pipeline.collector_states import CollectorStates
 from zeropipe.pipeline.eval_records import EvalRecords
-from zeropipe.pipeline.payload_versions import upgrade_payload
 from zeropipe.pipeline.threads import ThreadChoice
 from zeropipe.workers.collector import CollectOutcome
 from zeropipe.workers.evaluator import EvalOutcome
@@ -234,8 +233,7 @@ class RunState:
         Args:
             loaded: (the file read, its payload).
         """
-        path, payload = loaded
-        payload = upgrade_payload(path, payload)  # an older version's: the current keys
+        path, payload = loaded  # with the current keys (runner.open_run upgrades older ones)
         self.run.resume_from(path)
         self.trainer.learner.load_state_dict(payload["learner"])
         self.trainer.buffer.load_state_dict(payload["buffer"])

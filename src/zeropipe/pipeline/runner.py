@@ -36,6 +36,7 @@ from zeropipe.outputs.phases import PhaseClock
 from zeropipe.outputs.progress import ProgressLine
 from zeropipe.outputs.run_dir import RunDir, check_run_dir, load_latest
 from zeropipe.pipeline.build import build_driver
+from zeropipe.pipeline.payload_versions import upgrade_payload
 from zeropipe.pipeline.run_lines import start_line, stop_line
 from zeropipe.pipeline.run_state import RunState, RunSummary
 from zeropipe.pipeline.threads import apply_threads, choose_threads
@@ -85,12 +86,14 @@ def open_run(
     """
     check_run_dir(cfg, resume)  # fail before anything is written
     loaded = load_latest(cfg.exp_name) if resume else None
+    if loaded is not None:  # an older version's payload, with the current keys (or refused)
+        loaded = (loaded[0], upgrade_payload(*loaded))
     comps = build_driver(cfg)
     if loaded is not None:
         _check_fits(comps.learner, *loaded)  # one line, before the run directory is touched
     if init_weights is not None:
         _start_from(comps.learner, init_weights)  # a mismatch is one line, before any other
-    restored = loaded[1].get("learner_threads") if loaded is not None else None
+    restored = loaded[1]["learner_threads"] if loaded is not None else None
     threads = choose_threads(
         cfg.policy.learner_num_threads, comps.learner.network, restored, own_workers
     )
