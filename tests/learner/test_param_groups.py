@@ -1,5 +1,5 @@
-"""AdamW's parameter groups (`policy.optimizer_groups`): one group by default, the reference's
-per type with 'reference' (docs/parity.md S14), checked on the built networks and by what one
+"""AdamW's parameter groups (`policy.optimizer_groups`): the reference's per type by default,
+one group with 'one' (docs/parity.md S14), checked on the built networks and by what one
 optimiser step does to a decayed and an undecayed parameter."""
 
 from __future__ import annotations
@@ -30,8 +30,12 @@ def _each_parameter_once(network, optimizer) -> bool:
     return sorted(grouped) == sorted(id(p) for p in network.parameters())
 
 
-def test_by_default_adamw_decays_every_parameter_in_one_group():
-    cfg = tiny_policy(optim_type="AdamW", weight_decay=0.1)
+def test_by_default_adamw_has_the_reference_groups():
+    assert tiny_policy(optim_type="AdamW").optimizer_groups == "reference"
+
+
+def test_one_group_decays_every_parameter():
+    cfg = tiny_policy(optim_type="AdamW", weight_decay=0.1, optimizer_groups="one")
     network = _network(cfg)
     optimizer = build_optimizer(network, cfg)
     assert len(optimizer.param_groups) == 1

@@ -103,13 +103,6 @@ class UniZeroConfig(UniZeroFamilyConfig):
         description="PUCT ties in eval searches: 'first' as LightZero's unizero eval search "
         "(`mcts_eval_cfg.deterministic = True`, policy/unizero.py:2122), or 'random'.",
     )
-    optimizer_groups: Literal["one", "reference"] = Field(
-        "reference",
-        description="AdamW's parameter groups (see PolicyConfig): 'reference', nanoGPT's groups "
-        "and betas (0.9, 0.95) as the reference's unizero policy, by default for this type. "
-        "Measured on configs/cartpole_unizero.yaml, sync, 8 seeds, 16 eval episodes: median env "
-        "steps to 195 1,728 against 2,380 with 'one', no seed later (docs: async_time).",
-    )
 
 
 def unizero_loss(
