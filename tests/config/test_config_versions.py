@@ -25,7 +25,8 @@ def test_a_0_1_config_migrates_to_the_current_version_with_its_older_behaviour()
     assert cfg.config_version == CONFIG_VERSION == 2
     assert (cfg.policy.bootstrap_values, cfg.policy.priority_td) == ("per_observation", "root")
     assert cfg.policy.actor_inference == "eager" and cfg.policy.optimizer_groups == "one"
-    assert len(notes) == 5 and all("written before the option existed" in n for n in notes)
+    assert cfg.policy.n_step_horizon == "per_step"
+    assert len(notes) == 6 and all("written before the option existed" in n for n in notes)
 
 
 def test_a_current_config_is_stamped_and_passes_unchanged():

@@ -31,7 +31,8 @@ def test_a_gumbel_run_written_before_the_root_options_resumes_with_the_old_choic
     # one weights version per collect: 0.1.0 had no other rule
     assert cfg.policy.async_pipeline.collect_freshness == "reference"
     assert cfg.policy.optimizer_groups == "one"  # AdamW's one parameter group
-    assert sum("written before the option existed" in n for n in notes) == 8
+    assert cfg.policy.n_step_horizon == "per_step"  # the horizon per unroll step
+    assert sum("written before the option existed" in n for n in notes) == 9
 
 
 def test_a_stochastic_run_written_before_the_weighting_and_residual_options_keeps_them(tmp_path):

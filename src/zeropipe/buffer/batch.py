@@ -20,7 +20,8 @@ class ReplayBatch:
     """Unroll windows and network-free targets for B roots.
 
     Below, pos is the root's position in its segment, n the segment's stored steps (own + padding),
-    c = pos + k, and td = min(T, n - c) for c <= n.
+    c = pos + k, and td = min(T, n - c) for c <= n (the buffer's 'per_step' horizon; with
+    'reference', td = min(T, n - pos) for every k, buffer/windows.py).
 
     Attributes:
         obs: [B, S+K, *frame] frames obs[pos : pos+S+K]; the model input of unroll step k is the
@@ -32,7 +33,8 @@ class ReplayBatch:
         policy_mask: [B, K+1] float32, 1 where c < n.
         value_reward_sum: [B, K+1] float32 sum_{i<td} discount^i r[c+i].
         bootstrap_discount: [B, K+1] float32 discount^td when the value at c+td is bootstrapped;
-            0 when c+td is a true terminal (Monte-Carlo return) or c > n.
+            0 when c+td is a true terminal (Monte-Carlo return) or c > n ('reference': 0
+            whenever c+td >= n).
         bootstrap_obs: [B, K+1, S, *frame] the frame stack of state c+td (arbitrary where
             bootstrap_discount == 0).
         value_mask: [B, K+1] float32, 1 where c <= n (the state exists in the stored data).

@@ -46,9 +46,12 @@ class ReplayBuffer:
         alpha: priority exponent.
         beta: importance-sampling exponent.
         seed: seed of the buffer's random generator.
+        n_step_horizon: 'per_step' or 'reference', the n-step horizon rule of the value
+            targets (buffer/windows.py).
 
     Raises:
-        ValueError: a non-positive capacity, K or T, or a discount outside (0, 1].
+        ValueError: a non-positive capacity, K or T, a discount outside (0, 1], or an unknown
+            n_step_horizon.
     """
 
     def __init__(
@@ -62,7 +65,13 @@ class ReplayBuffer:
         alpha: float,
         beta: float,
         seed: int,
+        n_step_horizon: str = "per_step",
     ) -> None:
+        if n_step_horizon not in ("per_step", "reference"):
+            raise ValueError(
+                "ReplayBuffer's n_step_horizon is 'per_step' or 'reference'; "
+                f"got {n_step_horizon!r}"
+            )
         if capacity <= 0 or num_unroll_steps <= 0 or td_steps <= 0 or not 0 < discount <= 1:
             raise ValueError(
                 "ReplayBuffer needs capacity > 0, num_unroll_steps > 0, td_steps > 0 and "
@@ -70,7 +79,9 @@ class ReplayBuffer:
                 f"td_steps={td_steps}, discount={discount}"
             )
         self.capacity = int(capacity)
-        self.window = WindowSpec(int(num_unroll_steps), int(td_steps), float(discount))
+        self.window = WindowSpec(
+            int(num_unroll_steps), int(td_steps), float(discount), n_step_horizon
+        )
         self.use_priority = bool(use_priority)
         self.alpha = float(alpha)
         self.beta = float(beta)

@@ -3,13 +3,19 @@
 Runs in: driver. No per-sample Python: every field is an index array [B, ...] built from the roots'
 segment offsets, clamped into the stored data, and gathered from the rings by fancy indexing.
 
-Value targets are n-step returns with the terminal/truncation distinction the reference lacks
-(`MuZeroGameBuffer._compute_target_reward_value`): for c = pos + k <= n, td = min(T, n - c), the
-reward sum over [c, c+td) is bootstrapped at state c+td with discount^td, unless c+td == n is a true
-terminal (ends_episode and terminated), where the return is Monte-Carlo (discount 0). A time-limit
-truncation bootstraps from the final observation obs[n]. States past a true terminal (c > n) are
-marked `absorbing` (value_mask stays 0 there): whether they are trained (value and reward 0, MuZero
-app. G) is the family's choice.
+Value targets are n-step returns; `WindowSpec.horizon` picks the horizon and when the bootstrap is
+dropped. 'per_step' (with the terminal/truncation distinction the reference lacks): for
+c = pos + k <= n, td = min(T, n - c), the reward sum over [c, c+td) is bootstrapped at state c+td
+with discount^td, unless c+td == n is a true terminal (ends_episode and terminated), where the
+return is Monte-Carlo (discount 0); a time-limit truncation bootstraps from the final observation
+obs[n]. 'reference' (`MuZeroGameBuffer._prepare_reward_value_context` and
+`_compute_target_reward_value`): td = min(T, n - pos) once per root, the same for all K+1 steps;
+step c bootstraps at c+td only if c+td < n, whatever ended the data, else its target is the
+reward sum over [c, min(c+td, n)) alone. The two give the same reward sums and bootstrap states;
+they differ only where c + T >= n and the data does not end in a true terminal: 'per_step' then
+bootstraps discount^(n-c) v(obs[n]), 'reference' does not. States past a true terminal (c > n)
+are marked `absorbing` (value_mask stays 0 there): whether they are trained (value and reward 0,
+MuZero app. G) is the family's choice.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ class WindowSpec:
     num_unroll_steps: int  # K
     td_steps: int  # T
     discount: float
+    # 'per_step' or 'reference': the n-step horizon rule (module docstring; `policy.n_step_horizon`)
+    horizon: str = "per_step"
 
 
 def frame_stacks(store: SegmentStore, seg: SegmentRows, states: np.ndarray) -> np.ndarray:
@@ -142,18 +150,18 @@ def _value_fields(
     n = seg.num_stored[:, None]
     c = pos[:, None] + np.arange(k + 1)  # [B, K+1]
     exists = c <= n
-    td = np.clip(np.minimum(t, n - c), 0, t)  # [B, K+1]
+    ends_terminal = (seg.ends_episode & seg.terminated)[:, None]  # [B, 1]
+    td, bootstraps = _horizons(spec, c, n, ends_terminal)  # [B, K+1] each
 
     i = np.arange(t)  # [T]
     reward_rows = seg.step_offset[:, None, None] + np.minimum(c[..., None] + i, n[..., None])
     rewards = store.steps.take("rewards", reward_rows).astype(np.float64)  # [B, K+1, T]
     powers = spec.discount ** i.astype(np.float64)
-    reward_sum = np.sum(np.where(i < td[..., None], rewards * powers, 0.0), axis=-1)
+    summed = (i < td[..., None]) & (c[..., None] + i < n[..., None])  # the rewards that exist
+    reward_sum = np.sum(np.where(summed, rewards * powers, 0.0), axis=-1)
 
-    target = np.minimum(c + td, n)  # state c+td, clamped into the data where c > n
-    ends_terminal = (seg.ends_episode & seg.terminated)[:, None]  # [B, 1]
-    terminal = (target == n) & ends_terminal
-    discount = np.where(exists & ~terminal, spec.discount ** td.astype(np.float64), 0.0)
+    target = np.minimum(c + td, n)  # state c+td, clamped into the data where c+td > n
+    discount = np.where(exists & bootstraps, spec.discount ** td.astype(np.float64), 0.0)
     absorbing = (c > n) & ends_terminal
     bootstrap_obs = frame_stacks(store, _expand(seg), target)  # [B, K+1, S, *frame]
     # a[target] for the first K states; row n of a segment is its zero row (action 0)
@@ -167,6 +175,26 @@ def _value_fields(
         "value_mask": exists.astype(np.float32),
         "absorbing": absorbing.astype(np.float32),
     }
+
+
+def _horizons(
+    spec: WindowSpec, c: np.ndarray, n: np.ndarray, ends_terminal: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(td, whether state c+td is bootstrapped) for the states c [B, K+1] of roots whose data
+    holds n [B, 1] steps, under `spec.horizon` (module docstring).
+
+    'per_step' reaches the data's end from every step and tells a true terminal (no value after
+    it) from a time limit (the final observation's value). 'reference' fixes td at the root
+    (the reference clips it to [1, n - pos], `MuZeroGameBuffer._prepare_reward_value_context`;
+    pos < n here, so min(T, n - pos) >= 1) and keeps the bootstrap only strictly inside the
+    data, the same after a terminal as after a time limit."""
+    t = spec.td_steps
+    if spec.horizon == "reference":
+        td = np.broadcast_to(np.minimum(t, n - c[:, :1]), c.shape)
+        return td, c + td < n
+    td = np.clip(np.minimum(t, n - c), 0, t)
+    terminal = (np.minimum(c + td, n) == n) & ends_terminal
+    return td, ~terminal
 
 
 def _expand(seg: SegmentRows) -> SegmentRows:

@@ -75,6 +75,8 @@ class PolicyConfig(Section):
         # AdamW's one parameter group, before the reference's groups were an option: an older
         # run resumes with the optimiser it started with, whatever its type's default is now
         "optimizer_groups": "one",
+        # the horizon per unroll step, before the reference's horizon was an option
+        "n_step_horizon": "per_step",
         # one weights version per collect, the reference's rule, before 'refresh' was the default
         "async_pipeline.collect_freshness": "reference",
     }
@@ -200,6 +202,18 @@ class PolicyConfig(Section):
     )
     num_unroll_steps: int = Field(5, ge=1, description="Unroll steps K of the learner.")
     td_steps: int = Field(5, ge=1, description="n of the n-step value target (T).")
+    n_step_horizon: Literal["per_step", "reference"] = Field(
+        "per_step",
+        description="The n-step value target's horizon. 'per_step': unroll step c sums "
+        "td = min(td_steps, n - c) rewards (n: the segment's stored steps, its successor's "
+        "padding included) and bootstraps at c + td, at the data's end too unless a true "
+        "terminal ends the episode (after a time limit: the final observation's value). "
+        "'reference' (the reference's `MuZeroGameBuffer._prepare_reward_value_context`, which "
+        "its EfficientZero and UniZero buffers share): td = min(td_steps, n - root) once per "
+        "sample; step c bootstraps only if c + td < n, whatever ended the episode. The targets "
+        "differ only where c + td_steps >= n and no true terminal ends the data: 'per_step' "
+        "adds discount^(n - c) times the final observation's value, 'reference' nothing.",
+    )
     replay_buffer_size: int = Field(
         1_000_000, ge=1, description="Replay capacity in transitions (FIFO eviction)."
     )

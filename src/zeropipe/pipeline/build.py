@@ -68,5 +68,6 @@ def build_driver(cfg: ExperimentConfig) -> Components:
         alpha=p.priority_prob_alpha,
         beta=p.priority_prob_beta,
         seed=cfg.seed,
+        n_step_horizon=p.n_step_horizon,
     )
     return Components(spec=spec, learner=learner, buffer=buffer)
