@@ -37,6 +37,16 @@ def test_a_current_config_is_stamped_and_passes_unchanged():
     assert migrate_config(raw) == [] and yaml.safe_dump(raw) == before
 
 
+def test_a_stamped_config_missing_a_later_option_gets_its_older_value():
+    # a version-2 config.yaml spells out every option of its time: one it lacks came later
+    raw = yaml.safe_load(dump_config(load_config(ROOT / "configs" / "cartpole_unizero.yaml")))
+    del raw["policy"]["optimizer_groups"], raw["policy"]["n_step_horizon"]
+    notes = migrate_config(raw)
+    cfg = config_from_dict(raw)
+    assert (cfg.policy.optimizer_groups, cfg.policy.n_step_horizon) == ("one", "per_step")
+    assert len(notes) == 2 and all("written before the option existed" in n for n in notes)
+
+
 @pytest.mark.parametrize(
     ("version", "needle"),
     [(3, "written by a newer zeropipe"), (0, "is not a config version"), ("2", "not a config")],

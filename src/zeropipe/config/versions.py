@@ -10,7 +10,9 @@ it started with; a file of a newer version than this zeropipe reads is refused.
   it was written are missing from it and mean their older behaviour (each policy section's
   `OLDER_VALUES`); the async collect's freshness was two options; `policy.eval_grid: null` meant
   each pipeline's own grid.
-- 2: stamped; every option is written out.
+- 2: stamped; every option is written out, so a key missing from such a file is an option added
+  after the file was written: it too means its older behaviour (`OLDER_VALUES`), filled in on
+  every migration without a new version.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def migrate_config(raw: dict[str, Any], command: str = "--resume") -> list[str]:
     for target, step in MIGRATIONS:
         if version < target:
             notes += step(raw, command)
+    if version >= 2:
+        notes += _fill_older_values(raw, command)
     raw["config_version"] = CONFIG_VERSION
     return notes
 
@@ -60,6 +64,19 @@ def _to_2(raw: dict[str, Any], command: str) -> list[str]:
         One note per key filled in.
     """
     notes = _one_lag_control(raw, command)  # first: the old keys name the option's value
+    notes += _fill_older_values(raw, command)
+    notes += _each_pipelines_own_eval_grid(raw, command)
+    return notes
+
+
+def _fill_older_values(raw: dict[str, Any], command: str) -> list[str]:
+    """Give each option of the run's `OLDER_VALUES` that its config.yaml lacks (written before
+    the option existed) the behaviour of its time, in place.
+
+    Returns:
+        One note per key filled in.
+    """
+    notes = []
     for name, value in _older_values(raw).items():
         key = f"policy.{name}"
         if not _has(raw, key):
@@ -68,7 +85,6 @@ def _to_2(raw: dict[str, Any], command: str) -> list[str]:
                 f"{command}: {key} is not in the run's config.yaml (written before the option "
                 f"existed): {value!r}, the behaviour the run started with"
             )
-    notes += _each_pipelines_own_eval_grid(raw, command)
     return notes
 
 
