@@ -103,6 +103,7 @@ ADDED_SINCE_V0_1 = {
         "priority_td",
         "optimizer_groups",
         "n_step_horizon",
+        "loss_masks",
     },
     "async_pipeline": {
         "collect_freshness",

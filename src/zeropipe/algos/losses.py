@@ -61,6 +61,9 @@ class UnrollInputs:
     # [B, K+1] 1 at the absorbing states past a true terminal, trained to value 0 and reward 0
     # for the step into them; None: masked like any state past the data
     absorbing: torch.Tensor | None = None
+    # [B, K+1] 1 where c lies in the root's own segment (c < its length), 0 at the successor's
+    # steps padded on and past the data; None: not built
+    own_segment_mask: torch.Tensor | None = None
 
 
 # (policy output [B, ...], the unroll inputs, step k) -> (policy loss [B], entropy [B])

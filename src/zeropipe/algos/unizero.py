@@ -2,13 +2,16 @@
 
 Runs in: driver. One causal forward over o_0, a_0, …, o_{K-1}, a_{K-1} predicts at each observation
 token the value and policy, and at each action token the reward and the next observation's latent,
-whose target is the *target* network's encoding of o_{k+1} (no gradient). Losses are normalised per
-sample by that sample's own valid steps and weighted per sample by the PER importance weights —
-never a batch mean times the mean weight (the reference's fix: `apply_per_sample_is_weights`).
+whose target is the *target* network's encoding of o_{k+1} (no gradient). Which steps each term
+trains and what it is divided by is `policy.loss_masks` (each term's own mask, or the reference's
+one mask); either way the losses stay per sample and are weighted per sample by the PER importance
+weights — never a batch mean times the mean weight (the reference's fix:
+`apply_per_sample_is_weights`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
@@ -70,6 +73,22 @@ class UniZeroFamilyConfig(PolicyConfig):
         "before this option used).",
     )
 
+    loss_masks: Literal["per_term", "reference"] = Field(
+        "per_term",
+        description="Which unroll steps each world-model loss term trains and what it is "
+        "divided by. 'per_term': K next-latent terms (o_1..o_K), and the latent, reward and "
+        "policy terms at every step whose action exists (the successor segment's steps padded "
+        "on included); the value at every state that exists (an episode's final observation "
+        "included); each term divided by its own mask's count per sample, continuous actions "
+        "too. 'reference' (`WorldModel.compute_loss`, "
+        "model/unizero_world_models/world_model.py:2711-2873 at the pinned commit): one mask "
+        "for every term, the steps in the root's own segment (`mask_padding`, "
+        "buffer/game_buffer_unizero.py:355-358); K−1 next-latent terms (o_1..o_{K−1}, each "
+        "masked by the step it predicts); each term divided by the sample's count of the mask, "
+        "with continuous actions by the batch's count. With use_priority and priority_td "
+        "'unroll_mean', the priority's mean runs over the same mask as the reward term.",
+    )
+
     @model_validator(mode="after")
     def _sequence_fits_the_window(self):
         if self.model.world_model.context_steps < self.num_unroll_steps:
@@ -119,58 +138,131 @@ def unizero_loss(
         net: the UniZeroNetwork being trained.
         target_net: its EMA copy; encodes the next-latent targets.
         inp: targets and masks; `inp.obs_seq` holds the K+1 stacked observations [B, K+1, ...].
-        cfg: policy settings (world-model loss weights, label smoothing, entropy weight).
+        cfg: policy settings (world-model loss weights, label smoothing, entropy weight, which
+            steps each term trains and how it is normalised: `loss_masks`).
         train_iter: the learner's iteration, which drives train_iter-dependent schedules.
         policy_terms: `policy_terms(policy output at o_k, inp, k)` -> (policy loss [B],
             entropy [B]), unmasked; None: the cross-entropy against the full-A target.
 
     Returns:
         UnrollLoss with `per_sample` [B], the root value prediction [B] and, with
-        `priority_td: unroll_mean`, the mean |v̂_k − z_k| over the steps whose action exists [B]
-        (0 for a sample with none).
+        `priority_td: unroll_mean`, the mean |v̂_k − z_k| over the steps the latent, reward
+        and policy terms train [B] (0 for a sample with none).
     """
     wm = cfg.model.world_model
-    b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
-    obs = inp.obs_seq
-    tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
-    out = net.sequence(tokens, inp.actions)
-    with torch.no_grad():
-        target_latent = target_net.encode(obs[:, 1 : k + 1].flatten(0, 1)).view(b, k, -1)
-    eps = wm.label_smoothing_eps
-    value_cat = scalar_to_two_hot(inp.value_target[:, :k], net.value_support, eps)
-    reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support, eps)
-    step_mask = inp.reward_mask  # [B, K] action k exists, so o_{k+1} and r_k exist
-    value_mask = inp.value_mask[:, :k]
-    policy_mask = inp.policy_mask[:, :k]
-    latent = ((out.next_latent - target_latent) ** 2).mean(dim=-1) * step_mask
-    reward = cross_entropy(out.reward_logits, reward_cat) * step_mask
-    value = cross_entropy(out.value_logits, value_cat) * value_mask
-    policy, ent = _policy_terms(out.policy_logits, inp, policy_terms)
-    policy, ent = policy * policy_mask, ent * policy_mask
-    policy = policy - cfg.policy_entropy_weight * ent
-    terms = {
-        "latent_loss": _per_sample_mean(latent, step_mask),
-        "reward_loss": _per_sample_mean(reward, step_mask),
-        "value_loss": _per_sample_mean(value, value_mask),
-        "policy_loss": _per_sample_mean(policy, policy_mask),
-        "entropy": _per_sample_mean(ent, policy_mask),
-    }
+    steps = _step_losses(net, target_net, inp, cfg, policy_terms)
+    if cfg.loss_masks == "reference":
+        terms, step_mask = _reference_means(steps, inp, cfg.model.continuous_actions)
+    else:
+        terms, step_mask = _per_term_means(steps, inp)
     per_sample = (
         wm.latent_loss_weight * terms["latent_loss"]
         + wm.reward_loss_weight * terms["reward_loss"]
         + wm.value_loss_weight * terms["value_loss"]
         + wm.policy_loss_weight * terms["policy_loss"]
     )
-    values = logits_to_scalar(out.value_logits.detach().float(), net.value_support)  # [B, K]
+    k = step_mask.shape[1]
     priority_td = None
     if cfg.priority_td == "unroll_mean":
-        td = (values - inp.value_target[:, :k].float()).abs() * step_mask
+        td = (steps.values - inp.value_target[:, :k].float()).abs() * step_mask
         priority_td = _per_sample_mean(td, step_mask)
     means = {name: t.detach().mean() for name, t in terms.items()}
     means["loss_train_iter"] = torch.tensor(float(train_iter))
     return UnrollLoss(
-        per_sample=per_sample, root_value=values[:, 0], terms=means, priority_td=priority_td
+        per_sample=per_sample, root_value=steps.values[:, 0], terms=means, priority_td=priority_td
     )
+
+
+@dataclass(frozen=True)
+class StepLosses:
+    """Every step's unmasked loss terms of one teacher-forced pass over o_0, a_0, …, a_{K-1}."""
+
+    latent: torch.Tensor  # [B, K] MSE of the prediction at a_k against the target's o_{k+1}
+    reward: torch.Tensor  # [B, K] CE of the reward of a_k
+    value: torch.Tensor  # [B, K] CE of the value at o_k
+    policy: torch.Tensor  # [B, K] policy loss at o_k, less the entropy bonus
+    entropy: torch.Tensor  # [B, K] the policy's entropy at o_k
+    values: torch.Tensor  # [B, K] the predicted scalar values, detached
+
+
+def _step_losses(
+    net, target_net, inp: UnrollInputs, cfg: UniZeroFamilyConfig, policy_terms: PolicyTerms | None
+) -> StepLosses:
+    """The forward pass and every step's loss terms, before any mask."""
+    b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
+    obs = inp.obs_seq
+    tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
+    out = net.sequence(tokens, inp.actions)
+    with torch.no_grad():
+        target_latent = target_net.encode(obs[:, 1 : k + 1].flatten(0, 1)).view(b, k, -1)
+    eps = cfg.model.world_model.label_smoothing_eps
+    value_cat = scalar_to_two_hot(inp.value_target[:, :k], net.value_support, eps)
+    reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support, eps)
+    policy, ent = _policy_terms(out.policy_logits, inp, policy_terms)
+    return StepLosses(
+        latent=((out.next_latent - target_latent) ** 2).mean(dim=-1),
+        reward=cross_entropy(out.reward_logits, reward_cat),
+        value=cross_entropy(out.value_logits, value_cat),
+        policy=policy - cfg.policy_entropy_weight * ent,
+        entropy=ent,
+        values=logits_to_scalar(out.value_logits.detach().float(), net.value_support),
+    )
+
+
+def _per_term_means(
+    steps: StepLosses, inp: UnrollInputs
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """`loss_masks: per_term`: each term over its own mask, divided by that mask's count per
+    sample. The latent, reward and policy terms train the K steps whose action exists (the
+    successor's steps padded on included); the value term every state that exists, the final
+    observation of an episode included.
+
+    Returns:
+        The per-sample terms ([B] each) and the mask of the steps whose action exists [B, K].
+    """
+    step_mask = inp.reward_mask  # [B, K] action k exists, so o_{k+1} and r_k exist
+    k = step_mask.shape[1]
+    value_mask = inp.value_mask[:, :k]
+    policy_mask = inp.policy_mask[:, :k]
+    terms = {
+        "latent_loss": _per_sample_mean(steps.latent * step_mask, step_mask),
+        "reward_loss": _per_sample_mean(steps.reward * step_mask, step_mask),
+        "value_loss": _per_sample_mean(steps.value * value_mask, value_mask),
+        "policy_loss": _per_sample_mean(steps.policy * policy_mask, policy_mask),
+        "entropy": _per_sample_mean(steps.entropy * policy_mask, policy_mask),
+    }
+    return terms, step_mask
+
+
+def _reference_means(
+    steps: StepLosses, inp: UnrollInputs, continuous: bool
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """`loss_masks: reference` (`WorldModel.compute_loss`): one mask for every term, step k
+    in the root's own segment (`mask_padding`); K − 1 latent terms, the prediction at a_k
+    against o_{k+1} for k < K − 1, masked by step k+1's mask; each term's sum divided by the
+    sample's count of its mask, or with continuous actions by the batch's count (as a
+    per-sample share, so that the batch mean is the reference's ratio).
+
+    Returns:
+        The per-sample terms ([B] each) and the one mask [B, K].
+
+    Raises:
+        ValueError: the inputs carry no own-segment mask.
+    """
+    if inp.own_segment_mask is None:
+        raise ValueError("loss_masks 'reference': the unroll inputs carry no own_segment_mask")
+    k = steps.reward.shape[1]
+    mask = inp.own_segment_mask[:, :k]  # [B, K]
+    next_mask = mask[:, 1:]  # [B, K-1] o_{k+1} for k < K-1
+    mean = _per_batch_share if continuous else _per_sample_mean
+    terms = {
+        "latent_loss": mean(steps.latent[:, : k - 1] * next_mask, next_mask),
+        "reward_loss": mean(steps.reward * mask, mask),
+        "value_loss": mean(steps.value * mask, mask),
+        "policy_loss": mean(steps.policy * mask, mask),
+        "entropy": mean(steps.entropy * mask, mask),
+    }
+    return terms, mask
 
 
 def _policy_terms(
@@ -188,6 +280,13 @@ def _policy_terms(
 def _per_sample_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Σ_k values / number of valid steps, per sample ([B, K] → [B]); 0 for a fully masked row."""
     return values.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+def _per_batch_share(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Σ_k values · B / the batch's number of valid steps ([B, K] → [B]): the batch mean of
+    these is Σ_{b,k} values / Σ_{b,k} mask, the reference's continuous normalisation
+    (model/unizero_world_models/world_model.py:2848-2853 at the pinned commit)."""
+    return values.sum(dim=1) * values.shape[0] / mask.sum().clamp(min=1.0)
 
 
 class UniZeroFamily:

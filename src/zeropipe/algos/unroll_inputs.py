@@ -59,6 +59,8 @@ def unroll_inputs(
         reward_mask=to_tensor(batch.reward_mask, device),
         policy_mask=to_tensor(batch.policy_mask, device),
         obs_seq=obs_seq,
+        # target_indices is -1 exactly where c is not one of the root segment's own steps
+        own_segment_mask=to_tensor((batch.target_indices >= 0).astype(np.float32), device),
         absorbing=to_tensor(batch.absorbing, device)
         if absorbing and batch.absorbing is not None
         else None,
