@@ -102,6 +102,7 @@ ADDED_SINCE_V0_1 = {
         "bootstrap_values",
         "priority_td",
         "optimizer_groups",
+        "kv_cache_clock",
     },
     "async_pipeline": {
         "collect_freshness",
