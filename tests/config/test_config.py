@@ -104,6 +104,7 @@ ADDED_SINCE_V0_1 = {
         "optimizer_groups",
         "n_step_horizon",
         "loss_masks",
+        "kv_cache_clock",
     },
     "async_pipeline": {
         "collect_freshness",

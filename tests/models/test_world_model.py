@@ -248,7 +248,7 @@ def test_tick_invalidates_every_interval() -> None:
     obs = torch.randn(1, 4)
     contexts.root(obs, [0], [-1])
     for _ in range(4):
-        contexts.tick(1)
+        contexts.tick([0])
         contexts.root(obs, [0], [0])
     assert (contexts.stats.hits, contexts.stats.rebuilds) == (3, 1)  # cleared after 3 steps
 
@@ -260,11 +260,13 @@ def test_an_invalidation_restarts_the_clock() -> None:
     contexts = net.new_root_contexts(num_envs=1, clear_interval_steps=3)
     obs = torch.randn(1, 4)
     contexts.root(obs, [0], [-1])  # start
-    contexts.tick(2)
+    contexts.tick([0])
+    contexts.tick([0])
     contexts.invalidate()  # e.g. new weights, 2 steps into the interval
     contexts.root(obs, [0], [0])  # rebuild
-    contexts.tick(2)
+    contexts.tick([0])
+    contexts.tick([0])
     contexts.root(obs, [0], [0])  # hit: 2 steps since the invalidation, not 4 since a clear
-    contexts.tick(1)
+    contexts.tick([0])
     contexts.root(obs, [0], [0])  # rebuild: 3 steps since the invalidation
     assert (contexts.stats.hits, contexts.stats.rebuilds) == (1, 2)

@@ -101,6 +101,27 @@ def test_collect_and_eval_clear_the_caches_by_one_rule(tmp_path, interval, clear
         evaluator.close()
 
 
+@pytest.mark.parametrize(
+    ("clock", "longest_kept"), [("episode_step", 1), ("since_invalidation", 3)]
+)
+def test_collect_and_eval_keep_the_context_of_the_clock(tmp_path, clock, longest_kept):
+    """Clearing after every step: 'episode_step' leaves each env its newest observation,
+    'since_invalidation' keeps the recent ones (a window of 3 observations here). Chain episodes
+    last at least 4 steps: 3 collect steps end none, and every eval episode fills a window."""
+    raw = unizero_config(tmp_path / "run").model_dump(mode="json")
+    raw["policy"].update(kv_cache_clear_interval=1, kv_cache_clock=clock)
+    cfg = config_from_dict(raw)
+    collector, evaluator = build_collector(cfg), build_evaluator(cfg)
+    try:
+        collector.collect(temperature=1.0, epsilon=0.0, num_segments=100, max_steps=3)
+        evaluator.evaluate()
+        for roots in (collector.roots, evaluator.roots):
+            assert [len(obs) for obs in roots.state_dict()["obs"]] == [longest_kept] * 2
+    finally:
+        collector.close()
+        evaluator.close()
+
+
 def test_driver_caches_are_invalid_after_a_completed_budget(tmp_path):
     cfg = unizero_config(tmp_path / "run")
     comps = build_driver(cfg)

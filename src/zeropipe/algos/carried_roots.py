@@ -13,7 +13,7 @@ weight load.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -108,7 +108,7 @@ class CarriedRoots:
         self.latents = [None if t is None else t.to(device) for t in state["latents"]]
         self.steps = [int(s) for s in state["steps"]]
 
-    def tick(self, env_steps: int) -> None:
+    def tick(self, env_ids: Sequence[int]) -> None:
         """The chains restart by their own per-env step counts (`root`), not by a clock."""
 
     def invalidate(self) -> None:

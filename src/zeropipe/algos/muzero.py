@@ -5,6 +5,7 @@ Runs in: any (network building and acting state in every process; the loss in th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
@@ -91,7 +92,7 @@ class ContextFreeRoots:
     def invalidate(self) -> None:
         """Nothing is cached."""
 
-    def tick(self, env_steps: int) -> None:
+    def tick(self, env_ids: Sequence[int]) -> None:
         """Nothing is cached."""
 
     def state_dict(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ the batched search calls it once per simulation for the whole batch of roots.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,9 +42,9 @@ class RootSource(Protocol):
         """Everything computed with the old weights is stale."""
         ...
 
-    def tick(self, env_steps: int) -> None:
-        """`env_steps` env steps of every env were taken (a clock for periodic cache clearing;
-        the same rule in collect and eval)."""
+    def tick(self, env_ids: Sequence[int]) -> None:
+        """Envs `env_ids` each took one env step (a clock for periodic cache clearing; the same
+        rule in collect and eval)."""
         ...
 
     def state_dict(self) -> dict[str, Any]:

@@ -22,7 +22,13 @@ from zeropipe.algos.search_settings import search_config
 from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig, UniZeroModelConfig
 from zeropipe.mcts import SearchConfig
-from zeropipe.models import RootContexts, UniZeroNetwork, logits_to_scalar, scalar_to_two_hot
+from zeropipe.models import (
+    KvCacheClock,
+    RootContexts,
+    UniZeroNetwork,
+    logits_to_scalar,
+    scalar_to_two_hot,
+)
 
 if TYPE_CHECKING:
     from zeropipe.algos.targets import Targets
@@ -48,9 +54,21 @@ class UniZeroFamilyConfig(PolicyConfig):
     kv_cache_clear_interval: int = Field(
         2000,
         ge=0,
-        description="Invalidate every env's root KV cache once this many env steps have passed "
-        "since the caches were last invalidated (a weight load invalidates them too), in collect "
-        "and eval alike; 0 disables. Caches are rebuilt exactly from the raw recent observations.",
+        description="The interval, in env steps, at which kv_cache_clock clears every env's root "
+        "KV cache, in collect and eval alike; 0 disables the clock (a weight load still clears).",
+    )
+    kv_cache_clock: KvCacheClock = Field(
+        "since_invalidation",
+        description="When the root KV caches are cleared and what a clear drops. "
+        "'since_invalidation': once kv_cache_clear_interval env steps have passed since the last "
+        "clear or weight load, every env's keys/values are dropped and rebuilt exactly from its "
+        "raw recent observations, so no root sees a shorter context than without the clock. "
+        "'episode_step' (the reference's): when one env's steps since its episode start (or the "
+        "last weight load) reach a multiple of kv_cache_clear_interval, and at every weight "
+        "load, every env keeps only its newest observation, so its next root sees [o_prev, "
+        "a_prev, o] and the context regrows from there; the reference's root cache is the "
+        "context, cleared by `clear_caches` (policy/unizero.py:2307-2325, eval :2413-2425; after "
+        "each train phase `recompute_pos_emb_diff_and_clear_cache`, :2728-2753).",
     )
 
     bootstrap_values: Literal["sequence", "per_observation"] = Field(
@@ -330,9 +348,9 @@ class UniZeroFamily:
     def root_source(
         self, network: UniZeroNetwork, num_envs: int, cfg: UniZeroFamilyConfig
     ) -> RootContexts:
-        """KV-cached root contexts, one per env, invalidated every `kv_cache_clear_interval`
-        env steps."""
-        return network.new_root_contexts(num_envs, cfg.kv_cache_clear_interval)
+        """KV-cached root contexts, one per env, cleared by `kv_cache_clock` every
+        `kv_cache_clear_interval` env steps."""
+        return network.new_root_contexts(num_envs, cfg.kv_cache_clear_interval, cfg.kv_cache_clock)
 
 
 UNIZERO = UniZeroFamily()

@@ -11,7 +11,7 @@ from zeropipe.models.efficientzero import EfficientZeroNetwork
 from zeropipe.models.history_network import HistoryLayout, HistoryNetwork
 from zeropipe.models.network import MuZeroNetwork, NetworkOutput
 from zeropipe.models.protocol import Network
-from zeropipe.models.root_context import RootContexts, RootContextStats
+from zeropipe.models.root_context import KvCacheClock, RootContexts, RootContextStats
 from zeropipe.models.stochastic import StochasticMuZeroNetwork
 from zeropipe.models.support import (
     DiscreteSupport,
@@ -29,6 +29,7 @@ __all__ = [
     "EfficientZeroNetwork",
     "HistoryLayout",
     "HistoryNetwork",
+    "KvCacheClock",
     "MuZeroNetwork",
     "Network",
     "NetworkOutput",

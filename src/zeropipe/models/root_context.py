@@ -5,6 +5,13 @@ observations and the actions before them) and, while the weights are unchanged, 
 transformer window. A root step extends a valid window by [a_prev, o]; an invalid one (new weights,
 `invalidate`, never built) is rebuilt from the raw history encoded with the *current* weights, so no
 stale keys/values are ever read (LightZero clears its caches after every weight update instead).
+
+Two clocks clear the caches (`KvCacheClock`). 'since_invalidation' drops only keys/values: the raw
+history is kept and re-encoded exactly, so the roots see the same context as without the clear.
+'episode_step' clears as LightZero does, where the root cache *is* the context: a clear leaves each
+env only its newest observation, so its next root is encoded from [o_prev, a_prev, o]
+(model/unizero_world_models/world_model.py:1636-1690, :1713-1740: the cache is looked up by the
+previous observation; a miss starts the window at it).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor
@@ -20,6 +27,8 @@ from torch.nn.utils.rnn import pad_sequence
 
 from zeropipe.models.network import NetworkOutput
 from zeropipe.models.transformer import CausalTransformer
+
+KvCacheClock = Literal["since_invalidation", "episode_step"]
 
 
 class ContextNetwork(Protocol):
@@ -70,10 +79,21 @@ class _EnvHistory:
         self.actions: deque[Any] = deque(maxlen=context_steps)
         self.window: Tensor | None = None  # [D]
         self.version = -1
+        # env steps since the episode start or the last weight change (the 'episode_step' clock)
+        self.steps = 0
 
     def clear(self) -> None:
         self.obs.clear()
         self.actions.clear()
+        self.window = None
+        self.steps = 0
+
+    def keep_newest(self) -> None:
+        """Forget the context but the newest observation (its action is no token of a window
+        that starts at it), and the window."""
+        while len(self.obs) > 1:
+            self.obs.popleft()
+            self.actions.popleft()
         self.window = None
 
 
@@ -85,18 +105,28 @@ class RootContexts:
     """
 
     def __init__(
-        self, network: ContextNetwork, num_envs: int, clear_interval_steps: int = 0
+        self,
+        network: ContextNetwork,
+        num_envs: int,
+        clear_interval_steps: int = 0,
+        clock: KvCacheClock = "since_invalidation",
     ) -> None:
         """Create empty contexts.
 
         Args:
             network: the model; its `weights_version` decides which cached windows are valid.
             num_envs: env ids are 0..num_envs−1.
-            clear_interval_steps: `tick` invalidates every env after this many env steps
-                (LightZero `kv_cache_clear_interval`); 0 never.
+            clear_interval_steps: `tick` clears every env's cache by `clock` at this interval of
+                env steps (LightZero `kv_cache_clear_interval`); 0 never.
+            clock: 'since_invalidation': the keys/values of every env are dropped once this many
+                steps passed since the last invalidation (contexts kept); 'episode_step': every
+                env's context but its newest observation is dropped when one env's steps since
+                its episode start (or the last weight change) reach a multiple of the interval,
+                and at every weight change (`invalidate`).
         """
         self.network = network
         self.clear_interval_steps = clear_interval_steps
+        self.clock = clock
         self.stats = RootContextStats()
         self._envs = [_EnvHistory(network.context_steps) for _ in range(num_envs)]
         self._steps_since_clear = 0
@@ -155,14 +185,21 @@ class RootContexts:
         self._envs[env_id].clear()
 
     def invalidate(self) -> None:
-        """Drop every env's keys/values; kept raw histories are re-encoded on the next `root`.
+        """The weights changed: drop every env's keys/values, and restart the `tick` clock.
 
-        Restarts the `tick` clock: no cache lives more than `clear_interval_steps` env steps,
-        whether it was dropped by the clock or by new weights (one rule in collect and eval).
+        'since_invalidation': kept raw histories are re-encoded on the next `root`; no cache lives
+        more than `clear_interval_steps` env steps, whether it was dropped by the clock or by new
+        weights (one rule in collect and eval). 'episode_step': each env keeps only its newest
+        observation and its step count restarts, as LightZero's clear after every train phase
+        (policy/unizero.py:2728-2753; its segment collector counts steps afresh in each collect,
+        worker/muzero_segment_collector.py:373, :530-534).
         """
         self._steps_since_clear = 0
         for env in self._envs:
             env.window = None
+            if self.clock == "episode_step":
+                env.keep_newest()
+                env.steps = 0
 
     def state_dict(self) -> dict[str, Any]:
         """Each env's raw history and the clock, as plain data (the caches are rebuilt)."""
@@ -170,22 +207,42 @@ class RootContexts:
             "obs": [[o.cpu() for o in env.obs] for env in self._envs],
             "actions": [list(env.actions) for env in self._envs],
             "steps_since_clear": self._steps_since_clear,
+            "episode_steps": [env.steps for env in self._envs],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a `state_dict()`; every window is rebuilt from its raw history."""
         device = next(self.network.parameters()).device
-        for env, obs, actions in zip(self._envs, state["obs"], state["actions"], strict=True):
+        # a state saved before the per-env counts were kept (only the 'since_invalidation'
+        # clock existed, which does not read them): they start from 0
+        episode_steps = state.get("episode_steps", [0] * len(self._envs))
+        envs = zip(self._envs, state["obs"], state["actions"], episode_steps, strict=True)
+        for env, obs, actions, steps in envs:
             env.clear()
             env.obs.extend(o.to(device) for o in obs)
             env.actions.extend(actions)
+            env.steps = int(steps)
         self._steps_since_clear = int(state["steps_since_clear"])
 
-    def tick(self, env_steps: int) -> None:
-        """Count env steps; invalidate all envs every `clear_interval_steps` (if > 0)."""
+    def tick(self, env_ids: Sequence[int]) -> None:
+        """Envs `env_ids` each took one env step (one step of the batch): clear by the clock.
+
+        'since_invalidation' counts the batch's steps and invalidates every env once
+        `clear_interval_steps` passed. 'episode_step' counts each env's own steps and, when one
+        reaches a multiple of the interval (an episode's last step included), leaves every env
+        only its newest observation, as LightZero's `clear_caches` does (`current_steps %
+        clear_interval == 0`, policy/unizero.py:2307-2325, eval :2413-2425).
+        """
+        for env_id in env_ids:
+            self._envs[env_id].steps += 1
         if self.clear_interval_steps <= 0:
             return
-        self._steps_since_clear += env_steps
+        if self.clock == "episode_step":
+            if any(self._envs[e].steps % self.clear_interval_steps == 0 for e in env_ids):
+                for env in self._envs:
+                    env.keep_newest()
+            return
+        self._steps_since_clear += 1
         if self._steps_since_clear >= self.clear_interval_steps:
             self.invalidate()
 

@@ -23,7 +23,7 @@ from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.gaussian import GaussianPolicyHead
 from zeropipe.models.heads import zero_linear
 from zeropipe.models.network import NetworkOutput
-from zeropipe.models.root_context import RootContexts
+from zeropipe.models.root_context import KvCacheClock, RootContexts
 from zeropipe.models.support import DiscreteSupport, logits_to_scalar, scalar_to_two_hot
 from zeropipe.models.transformer import CausalTransformer
 
@@ -275,9 +275,15 @@ class UniZeroNetwork(nn.Module):
 
     # --- root contexts ------------------------------------------------------------------------
 
-    def new_root_contexts(self, num_envs: int, clear_interval_steps: int = 0) -> RootContexts:
-        """Per-env root KV caches for a collector or evaluator with `num_envs` envs."""
-        return RootContexts(self, num_envs, clear_interval_steps)
+    def new_root_contexts(
+        self,
+        num_envs: int,
+        clear_interval_steps: int = 0,
+        clock: KvCacheClock = "since_invalidation",
+    ) -> RootContexts:
+        """Per-env root KV caches for a collector or evaluator with `num_envs` envs (the clock's
+        rules: `RootContexts`)."""
+        return RootContexts(self, num_envs, clear_interval_steps, clock)
 
     def clear_caches(self) -> None:
         """The weights changed: every `RootContexts` of this network re-encodes on next use."""

@@ -168,7 +168,7 @@ class Collector:
             actions = self.held.apply(actions, masks, epsilon, self.rng)
         step = self.envs.step(actions)
         self.prev_actions = actions.copy()
-        self.roots.tick(1)
+        self.roots.tick(range(self.envs.num_envs))
         ready: list[GameSegment] = []
         sampled = out.sampled_actions  # [n, K(, D)] root sampled actions of a sampled search
         chances = step.chances if self.keep_chances else None

@@ -134,7 +134,7 @@ class Evaluator:
             actions[live] = result.output.action
             step = self.envs.step(actions)
             prev_actions[live] = result.output.action
-            self.roots.tick(1)  # the family's periodic cache clearing, as in collection
+            self.roots.tick(ids)  # the family's periodic cache clearing, as in collection
             steps += live.size
             masks = step.action_masks.copy()
             for i, reset_mask in step.reset_action_masks.items():
