@@ -99,8 +99,16 @@ def test_the_atari_configs_report_what_zeropipe_lacks():
         "num_layers": 2,
         "num_heads": 8,
         "embed_dim": 768,
+        "rotary_emb": False,
     }
     assert unizero["env"]["obs_size"] == 64 and unizero["env"]["gray_scale"] is False
+
+
+def test_cartpole_unizero_imports_its_rotary_embeddings():
+    imported = import_lightzero(FIXTURES / "cartpole_unizero_config.py")
+    assert imported.raw["policy"]["model"]["world_model"]["rotary_emb"] is True
+    lines = {line.key: line.outcome.kind for line in imported.report}
+    assert lines["policy.model.world_model_cfg.rotary_emb"] == "mapped"
 
 
 CTX_MZ = Context("muzero", {"env": {"collector_env_num": 8}, "policy": {"num_unroll_steps": 10}})

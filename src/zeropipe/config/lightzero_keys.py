@@ -221,11 +221,9 @@ PATH_RULES: dict[str, Rule] = {
     _WM + "final_norm_option_in_encoder": drop_when(
         "LayerNorm", "the encoder ends in LayerNorm", "the encoder ends in LayerNorm here"
     ),
-    _WM + "rotary_emb": drop_when(
-        False,
-        "learned absolute positions, as here",
-        "positions are learned absolute embeddings here (each window rebuilt exactly)",
-    ),
+    _WM + "rotary_emb": to("policy.model.world_model.rotary_emb", bool),
+    _WM + "rope_theta": to("policy.model.world_model.rope_theta", float),
+    _WM + "max_seq_len": drop("the rotation table covers the window (context_steps)"),
 }
 
 KEY_RULES: dict[str, Rule] = {

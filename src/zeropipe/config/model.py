@@ -32,6 +32,21 @@ class WorldModelConfig(Section):
         "dropped and the window rebuilt exactly from its raw tokens.",
     )
     dropout: float = Field(0.1, ge=0.0, lt=1.0, description="Dropout in attention and MLP.")
+    rotary_emb: bool = Field(
+        False,
+        description="Token positions: False, a learned position embedding added to each token; "
+        "True, rotary position embeddings (RoPE, Su et al. 2021) of the queries and keys in "
+        "every attention layer and no learned table, as the reference's world model with "
+        "rotary_emb (its CartPole UniZero config sets it). Attention then depends only on how "
+        "far apart two tokens are; positions count tokens within the window. Needs an even "
+        "embed_dim / num_heads.",
+    )
+    rope_theta: float = Field(
+        10000.0,
+        gt=1.0,
+        description="rotary_emb: the base θ of the rotation frequencies θ^(−2i/d) over a "
+        "head's d dimensions (reference rope_theta: 10000).",
+    )
     latent_loss_weight: float = Field(
         10.0, ge=0.0, description="Weight of the next-latent MSE (reference: 10)."
     )

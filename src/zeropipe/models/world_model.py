@@ -127,7 +127,12 @@ class UniZeroNetwork(nn.Module):
             else nn.Embedding(action_space_size, wm.embed_dim)
         )
         self.transformer = CausalTransformer(
-            wm.embed_dim, wm.num_layers, wm.num_heads, self.context_tokens, wm.dropout
+            wm.embed_dim,
+            wm.num_layers,
+            wm.num_heads,
+            self.context_tokens,
+            wm.dropout,
+            rope_theta=wm.rope_theta if wm.rotary_emb else None,
         )
         self.value_head = _token_head(wm.embed_dim, self.value_support.size)
         self.policy_head: nn.Module = (
