@@ -104,6 +104,9 @@ ADDED_SINCE_V0_1 = {
         "optimizer_groups",
         "n_step_horizon",
         "loss_masks",
+        "policy_ls_eps_start",
+        "policy_ls_eps_end",
+        "policy_ls_eps_decay_steps",
     },
     "async_pipeline": {
         "collect_freshness",

@@ -148,6 +148,16 @@ CTX_EZ = Context("efficientzero", {})
         ("env.observation_shape", (4, 96, 96), CTX_MZ, "mapped", {"env.obs_size": 96}),
         ("env.observation_shape", 4, CTX_MZ, "dropped", {}),
         ("policy.use_wandb", True, CTX_MZ, "mapped", {"wandb.enabled": True}),
+        ("policy.policy_ls_eps_start", 0.05, CTX_MZ, "mapped", {
+            "policy.policy_ls_eps_start": 0.05,
+        }),
+        ("policy.policy_ls_eps_decay_steps", 50000, CTX_MZ, "mapped", {
+            "policy.policy_ls_eps_decay_steps": 50000,
+        }),
+        ("policy.model.world_model_cfg.rope_theta", 10000, CTX_MZ, "mapped", {
+            "policy.model.world_model.rope_theta": 10000.0,
+        }),
+        ("policy.model.world_model_cfg.max_seq_len", 8192, CTX_MZ, "dropped", {}),
     ],
 )  # fmt: skip
 def test_a_rule(key, value, ctx, kind, targets):
