@@ -158,6 +158,11 @@ CTX_EZ = Context("efficientzero", {})
             "policy.model.world_model.rope_theta": 10000.0,
         }),
         ("policy.model.world_model_cfg.max_seq_len", 8192, CTX_MZ, "dropped", {}),
+        ("policy.model.world_model_cfg.final_norm_option_in_encoder", "SimNorm", CTX_MZ,
+         "mapped", {"policy.model.world_model.final_norm_option_in_encoder": "SimNorm"}),
+        ("policy.model.world_model_cfg.group_size", 8, CTX_MZ, "mapped", {
+            "policy.model.world_model.simnorm_group_size": 8,
+        }),
     ],
 )  # fmt: skip
 def test_a_rule(key, value, ctx, kind, targets):

@@ -3,12 +3,15 @@ teacher-forced agreement, shapes and gradients."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import Tensor, nn
 
 from zeropipe.config import ConfigError, UniZeroModelConfig
 from zeropipe.models import NetworkOutput, UniZeroNetwork, logits_to_scalar
+from zeropipe.models.blocks import SimNorm
 
 ACTIONS = 3
 CONTEXT_STEPS = 4  # window of 8 tokens
@@ -301,3 +304,37 @@ def test_an_invalidation_restarts_the_clock() -> None:
     contexts.tick(1)
     contexts.root(obs, [0], [0])  # rebuild: 3 steps since the invalidation
     assert (contexts.stats.hits, contexts.stats.rebuilds) == (1, 2)
+
+
+def test_simnorm_by_hand() -> None:
+    # groups of 2: softmax(0, ln 3) = (1/4, 3/4); softmax(0, 0) = (1/2, 1/2); groups of 4 mix them
+    x = torch.tensor([[0.0, math.log(3.0), 0.0, 0.0]])
+    torch.testing.assert_close(SimNorm(2)(x), torch.tensor([[0.25, 0.75, 0.5, 0.5]]))
+    torch.testing.assert_close(SimNorm(4)(x), torch.tensor([[1.0, 3.0, 1.0, 1.0]]) / 6.0)
+
+
+@pytest.mark.parametrize("where", ["encoder", "obs_head"])
+def test_simnorm_as_the_final_norm(where: str) -> None:
+    """The chosen producer's tokens are softmaxes over groups of 8 (each group sums to 1, from
+    the layer's pre-norm output by hand); the other keeps its LayerNorm (zero mean)."""
+    torch.manual_seed(0)
+    net = UniZeroNetwork((4,), ACTIONS, _cfg(**{f"final_norm_option_in_{where}": "SimNorm"}))
+    obs = torch.randn(3, 4)
+    tokens = net.encode(obs)  # [3, 32]
+    next_tokens = net.latent_head(tokens)  # [3, 32]
+    simplex, layer_normed = (tokens, next_tokens) if where == "encoder" else (next_tokens, tokens)
+    pre = (
+        net.tokenizer.out(net.tokenizer.encoder(obs).flatten(1))
+        if where == "encoder"
+        else net.latent_head[:-1](tokens)
+    )
+    by_hand = pre.exp().view(3, 4, 8)
+    torch.testing.assert_close(simplex, (by_hand / by_hand.sum(-1, keepdim=True)).view(3, 32))
+    torch.testing.assert_close(simplex.view(3, 4, 8).sum(-1), torch.ones(3, 4))
+    torch.testing.assert_close(layer_normed.mean(-1), torch.zeros(3), atol=1e-5, rtol=0)
+
+
+def test_simnorm_groups_must_divide_the_embedding() -> None:
+    with pytest.raises(ValueError, match="simnorm_group_size"):
+        _cfg(final_norm_option_in_encoder="SimNorm", simnorm_group_size=5)
+    _cfg(simnorm_group_size=5)  # unused with LayerNorm: no constraint

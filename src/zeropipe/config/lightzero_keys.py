@@ -218,12 +218,13 @@ PATH_RULES: dict[str, Rule] = {
     _WM + "predict_latent_loss_type": drop_when(
         "mse", "the latent loss is MSE", "only the MSE latent loss here"
     ),
-    _WM + "final_norm_option_in_obs_head": drop_when(
-        "LayerNorm", "the obs head ends in LayerNorm", "the obs head ends in LayerNorm here"
+    _WM + "final_norm_option_in_obs_head": to(
+        "policy.model.world_model.final_norm_option_in_obs_head", str
     ),
-    _WM + "final_norm_option_in_encoder": drop_when(
-        "LayerNorm", "the encoder ends in LayerNorm", "the encoder ends in LayerNorm here"
+    _WM + "final_norm_option_in_encoder": to(
+        "policy.model.world_model.final_norm_option_in_encoder", str
     ),
+    _WM + "group_size": to("policy.model.world_model.simnorm_group_size", int),
     _WM + "rotary_emb": to("policy.model.world_model.rotary_emb", bool),
     _WM + "rope_theta": to("policy.model.world_model.rope_theta", float),
     _WM + "max_seq_len": drop("the rotation table covers the window (context_steps)"),
