@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -144,3 +145,55 @@ def test_priority_td_by_hand(setup, priority_td):
         return
     want = torch.tensor([case[2] for case in PRIORITY_CASES])
     torch.testing.assert_close(loss.priority_td, want)
+
+
+# Policy label smoothing's ε by hand: start·(1 − p) + end·p, p = min(1, step / decay_steps); a
+# start of 0 turns it off whatever the end.
+LABEL_EPS_CASES = [
+    # (start, end, decay_steps, train_iter, ε)
+    (0.05, 0.01, 100, 0, 0.05),
+    (0.05, 0.01, 100, 50, 0.03),
+    (0.05, 0.01, 100, 100, 0.01),
+    (0.05, 0.01, 100, 5000, 0.01),
+    (0.3, 0.1, 10, 5, 0.2),
+    (0.0, 0.5, 100, 50, 0.0),
+]
+
+
+@pytest.mark.parametrize(("start", "end", "decay", "step", "eps"), LABEL_EPS_CASES)
+def test_policy_label_eps_schedule_by_hand(setup, start, end, decay, step, eps):
+    _, _, default = setup
+    given = {"policy_ls_eps_start": start, "policy_ls_eps_end": end}
+    cfg = UniZeroConfig.model_validate(
+        {**default.model_dump(), **given, "policy_ls_eps_decay_steps": decay}
+    )
+    assert cfg.policy_label_eps(step) == pytest.approx(eps, abs=1e-12)
+    assert default.policy_label_eps(step) == 0.0  # off by default
+
+
+@pytest.mark.parametrize(
+    ("smoothing", "step", "want"),
+    [
+        # off: the target π = [1, 0] as it is; CE = −log 0.25
+        ({}, 0, -math.log(0.25)),
+        # ε = 0.2 at step 0: target [0.9, 0.1]; CE = −(0.9·log 0.25 + 0.1·log 0.75)
+        ({"policy_ls_eps_start": 0.2}, 0, -(0.9 * math.log(0.25) + 0.1 * math.log(0.75))),
+        # ε = 0.3·(1 − 1/2) + 0.1·1/2 = 0.2 halfway through a 10-step decay: the same target
+        (
+            {"policy_ls_eps_start": 0.3, "policy_ls_eps_end": 0.1, "policy_ls_eps_decay_steps": 10},
+            5,
+            -(0.9 * math.log(0.25) + 0.1 * math.log(0.75)),
+        ),
+    ],
+)
+def test_smoothed_policy_target_by_hand(setup, smoothing, step, want):
+    net, target, cfg = setup
+    cfg = cfg.model_copy(update={"policy_entropy_weight": 0.0, **smoothing})
+    last = net.policy_head[-1]
+    with torch.no_grad():  # the policy predicts [0.25, 0.75] at every observation
+        last.weight.zero_()
+        last.bias.copy_(torch.tensor([0.25, 0.75]).log())
+    inp = inputs()
+    inp.policy_target.copy_(torch.tensor([1.0, 0.0]))
+    loss = unizero_loss(net, target, inp, cfg, train_iter=step)
+    torch.testing.assert_close(float(loss.terms["policy_loss"]), want, atol=1e-6, rtol=0)

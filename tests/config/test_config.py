@@ -105,6 +105,9 @@ ADDED_SINCE_V0_1 = {
         "n_step_horizon",
         "loss_masks",
         "kv_cache_clock",
+        "policy_ls_eps_start",
+        "policy_ls_eps_end",
+        "policy_ls_eps_decay_steps",
     },
     "async_pipeline": {
         "collect_freshness",

@@ -99,8 +99,16 @@ def test_the_atari_configs_report_what_zeropipe_lacks():
         "num_layers": 2,
         "num_heads": 8,
         "embed_dim": 768,
+        "rotary_emb": False,
     }
     assert unizero["env"]["obs_size"] == 64 and unizero["env"]["gray_scale"] is False
+
+
+def test_cartpole_unizero_imports_its_rotary_embeddings():
+    imported = import_lightzero(FIXTURES / "cartpole_unizero_config.py")
+    assert imported.raw["policy"]["model"]["world_model"]["rotary_emb"] is True
+    lines = {line.key: line.outcome.kind for line in imported.report}
+    assert lines["policy.model.world_model_cfg.rotary_emb"] == "mapped"
 
 
 CTX_MZ = Context("muzero", {"env": {"collector_env_num": 8}, "policy": {"num_unroll_steps": 10}})
@@ -140,6 +148,21 @@ CTX_EZ = Context("efficientzero", {})
         ("env.observation_shape", (4, 96, 96), CTX_MZ, "mapped", {"env.obs_size": 96}),
         ("env.observation_shape", 4, CTX_MZ, "dropped", {}),
         ("policy.use_wandb", True, CTX_MZ, "mapped", {"wandb.enabled": True}),
+        ("policy.policy_ls_eps_start", 0.05, CTX_MZ, "mapped", {
+            "policy.policy_ls_eps_start": 0.05,
+        }),
+        ("policy.policy_ls_eps_decay_steps", 50000, CTX_MZ, "mapped", {
+            "policy.policy_ls_eps_decay_steps": 50000,
+        }),
+        ("policy.model.world_model_cfg.rope_theta", 10000, CTX_MZ, "mapped", {
+            "policy.model.world_model.rope_theta": 10000.0,
+        }),
+        ("policy.model.world_model_cfg.max_seq_len", 8192, CTX_MZ, "dropped", {}),
+        ("policy.model.world_model_cfg.final_norm_option_in_encoder", "SimNorm", CTX_MZ,
+         "mapped", {"policy.model.world_model.final_norm_option_in_encoder": "SimNorm"}),
+        ("policy.model.world_model_cfg.group_size", 8, CTX_MZ, "mapped", {
+            "policy.model.world_model.simnorm_group_size": 8,
+        }),
     ],
 )  # fmt: skip
 def test_a_rule(key, value, ctx, kind, targets):

@@ -1,4 +1,5 @@
-"""CausalTransformer: packed windows, exact incremental extension, exact window rebuilds."""
+"""CausalTransformer: packed windows, exact incremental extension, exact window rebuilds, with
+learned or rotary positions."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ import torch
 from zeropipe.models import CausalTransformer, Window, WindowLayout
 
 EMBED, LAYERS, HEADS, CAPACITY = 16, 2, 2, 8
+# learned positions (None), or rotary ones with the reference's base
+POSITIONS = pytest.mark.parametrize("rope_theta", [None, 10000.0])
 
 
-def _transformer() -> CausalTransformer:
+def _transformer(rope_theta: float | None = None) -> CausalTransformer:
     torch.manual_seed(0)
-    return CausalTransformer(EMBED, LAYERS, HEADS, CAPACITY, dropout=0.1).eval()
+    return CausalTransformer(
+        EMBED, LAYERS, HEADS, CAPACITY, dropout=0.1, rope_theta=rope_theta
+    ).eval()
 
 
 def _slide(window: list[torch.Tensor], num_new: int, block: int = 2) -> list[torch.Tensor]:
@@ -41,9 +46,12 @@ def test_pack_unpack_round_trip() -> None:
     assert back.tokens.data_ptr() == packed.data_ptr()  # views, not copies
 
 
+@POSITIONS
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_any_split_equals_cache_free_pass_across_rebuilds(seed: int) -> None:
-    net = _transformer()
+def test_any_split_equals_cache_free_pass_across_rebuilds(
+    seed: int, rope_theta: float | None
+) -> None:
+    net = _transformer(rope_theta)
     gen = torch.Generator().manual_seed(seed)
     stream = torch.randn(23, EMBED, generator=gen)  # [T, E], well past the capacity
     state = net.empty_state(1, stream)
@@ -72,8 +80,9 @@ def _valid(net: CausalTransformer, state: torch.Tensor) -> torch.Tensor:
     return torch.cat([window.tokens[0, :n].flatten(), window.keys_values[0, :, :n].flatten()])
 
 
-def test_rows_of_different_lengths_extend_independently() -> None:
-    net = _transformer()
+@POSITIONS
+def test_rows_of_different_lengths_extend_independently(rope_theta: float | None) -> None:
+    net = _transformer(rope_theta)
     torch.manual_seed(3)
     histories = [torch.randn(n, EMBED) for n in (0, 1, 4, 7, 8)]  # 7 and 8 overflow with m=2
     new = torch.randn(len(histories), 2, EMBED)
@@ -92,14 +101,16 @@ def test_rows_of_different_lengths_extend_independently() -> None:
     assert lengths == [2, 3, 6, 7, 8]  # 7+2 drops 2 (one step); 8+2 drops 2
 
 
-def test_gradients_flow_through_extend() -> None:
-    net = _transformer().train()
+@POSITIONS
+def test_gradients_flow_through_extend(rope_theta: float | None) -> None:
+    net = _transformer(rope_theta).train()
     tokens = torch.randn(2, 5, EMBED, requires_grad=True)
     out, state = net.extend(net.empty_state(2, tokens), tokens[:, :3])
     out2, _ = net.extend(state, tokens[:, 3:])
     (out.sum() + out2.sum()).backward()
     assert tokens.grad is not None and torch.isfinite(tokens.grad).all()
-    assert net.position_embedding.weight.grad is not None
+    for name, param in net.named_parameters():
+        assert param.grad is not None, name
 
 
 def test_too_many_tokens_raise() -> None:

@@ -3,16 +3,20 @@ teacher-forced agreement, shapes and gradients."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import Tensor, nn
 
 from zeropipe.config import ConfigError, UniZeroModelConfig
 from zeropipe.models import NetworkOutput, UniZeroNetwork, logits_to_scalar
+from zeropipe.models.blocks import SimNorm
 
 ACTIONS = 3
 CONTEXT_STEPS = 4  # window of 8 tokens
 ATOL = 1e-5
+ROTARY = pytest.mark.parametrize("rotary_emb", [False, True])  # learned or rotary positions
 
 
 def _cfg(**world_model: object) -> UniZeroModelConfig:
@@ -27,10 +31,12 @@ def _cfg(**world_model: object) -> UniZeroModelConfig:
     )
 
 
-def _network(seed: int = 0, input_shape: tuple[int, ...] = (4,)) -> UniZeroNetwork:
+def _network(
+    seed: int = 0, input_shape: tuple[int, ...] = (4,), rotary_emb: bool = False
+) -> UniZeroNetwork:
     """An eval-mode network whose zero-initialised heads are randomised (so outputs differ)."""
     torch.manual_seed(seed)
-    net = UniZeroNetwork(input_shape, ACTIONS, _cfg())
+    net = UniZeroNetwork(input_shape, ACTIONS, _cfg(rotary_emb=rotary_emb))
     for head in (net.value_head, net.policy_head, net.reward_head):
         nn.init.normal_(head[-1].weight, std=0.3)
     return net.eval()
@@ -58,9 +64,10 @@ def _assert_root_matches(out: NetworkOutput, row: int, reference: NetworkOutput)
     torch.testing.assert_close(out.policy_logits[row], reference.policy_logits, atol=ATOL, rtol=0)
 
 
+@ROTARY
 @torch.no_grad()
-def test_cached_roots_equal_recomputation_over_an_episode() -> None:
-    net = _network()
+def test_cached_roots_equal_recomputation_over_an_episode(rotary_emb: bool) -> None:
+    net = _network(rotary_emb=rotary_emb)
     contexts = net.new_root_contexts(num_envs=2)
     gen = torch.Generator().manual_seed(1)
     history: dict[int, tuple[list[Tensor], list[int]]] = {0: ([], []), 1: ([], [])}
@@ -136,9 +143,10 @@ def _slide(window: list[Tensor], capacity: int) -> list[Tensor]:
     return window[2:] if len(window) + 1 > capacity else window
 
 
+@ROTARY
 @torch.no_grad()
-def test_recurrent_chain_equals_cache_free_windows_across_rebuilds() -> None:
-    net = _network()
+def test_recurrent_chain_equals_cache_free_windows_across_rebuilds(rotary_emb: bool) -> None:
+    net = _network(rotary_emb=rotary_emb)
     contexts = net.new_root_contexts(num_envs=2)
     obs = torch.randn(4, 2, 4)
     for step in range(4):
@@ -166,9 +174,10 @@ def test_recurrent_chain_equals_cache_free_windows_across_rebuilds() -> None:
             torch.testing.assert_close(step.policy_logits[row], policy, atol=ATOL, rtol=0)
 
 
+@ROTARY
 @torch.no_grad()
-def test_sequence_matches_the_search_path() -> None:
-    net = _network()
+def test_sequence_matches_the_search_path(rotary_emb: bool) -> None:
+    net = _network(rotary_emb=rotary_emb)
     obs = torch.randn(3, 4)
     actions = torch.tensor([[0, 1, 2, 1], [2, 2, 0, 1], [1, 0, 0, 2]])  # [B, K], 2K = window
     path = [net.initial_inference(obs)]
@@ -188,6 +197,30 @@ def test_sequence_matches_the_search_path() -> None:
             seq.reward_logits[:, k], path[k + 1].reward_logits, atol=ATOL, rtol=0
         )
         torch.testing.assert_close(seq.next_latent[:, k], predicted[k], atol=ATOL, rtol=0)
+
+
+@ROTARY
+@torch.no_grad()
+def test_sequence_values_equal_the_acting_roots(rotary_emb: bool) -> None:
+    """The bootstrap values' teacher-forced pass sees what acting's cached root contexts see."""
+    net = _network(rotary_emb=rotary_emb)
+    contexts = net.new_root_contexts(num_envs=2)
+    obs = torch.randn(2, CONTEXT_STEPS, 4)  # [B, J, O]: 2J − 1 = 7 tokens fit the window
+    actions = torch.tensor([[2, 0, 1, 1], [1, 1, 0, 2]])  # [B, J]
+    values = net.sequence_value_logits(obs, actions)  # [B, J, S_v]
+    for j in range(CONTEXT_STEPS):
+        before = [-1, -1] if j == 0 else actions[:, j - 1].tolist()
+        root = contexts.root(obs[:, j], [0, 1], before)
+        torch.testing.assert_close(values[:, j], root.value_logits, atol=ATOL, rtol=0)
+    assert contexts.stats.hits == 2 * (CONTEXT_STEPS - 1)  # the cached path, not rebuilds
+
+
+@ROTARY
+def test_rotary_positions_replace_the_learned_table(rotary_emb: bool) -> None:
+    net = _network(rotary_emb=rotary_emb)
+    learned = {name for name in net.state_dict() if "position" in name}
+    assert learned == (set() if rotary_emb else {"transformer.position_embedding.weight"})
+    assert (net.transformer.rotary is not None) == rotary_emb
 
 
 @pytest.mark.parametrize(
@@ -216,9 +249,10 @@ def test_shapes_and_zero_initial_value(input_shape: tuple[int, ...], dtype: torc
     assert net.encode(obs).shape == (2, net.embed_dim)
 
 
-def test_gradients_flow_through_sequence() -> None:
+@ROTARY
+def test_gradients_flow_through_sequence(rotary_emb: bool) -> None:
     torch.manual_seed(0)
-    net = UniZeroNetwork((4,), ACTIONS, _cfg()).train()
+    net = UniZeroNetwork((4,), ACTIONS, _cfg(rotary_emb=rotary_emb)).train()
     obs = torch.randn(5 * 3, 4)
     tokens = net.encode(obs).view(5, 3, -1)
     seq = net.sequence(tokens, torch.randint(ACTIONS, (5, 3)))
@@ -239,6 +273,8 @@ def test_invalid_sizes_raise() -> None:
         )
     with pytest.raises(ConfigError, match="num_heads"):
         UniZeroNetwork((4,), ACTIONS, _cfg(num_heads=3))
+    with pytest.raises(ConfigError, match="even head size"):  # 32 / 32 = 1
+        UniZeroNetwork((4,), ACTIONS, _cfg(num_heads=32, rotary_emb=True))
 
 
 @torch.no_grad()
@@ -270,3 +306,37 @@ def test_an_invalidation_restarts_the_clock() -> None:
     contexts.tick([0])
     contexts.root(obs, [0], [0])  # rebuild: 3 steps since the invalidation
     assert (contexts.stats.hits, contexts.stats.rebuilds) == (1, 2)
+
+
+def test_simnorm_by_hand() -> None:
+    # groups of 2: softmax(0, ln 3) = (1/4, 3/4); softmax(0, 0) = (1/2, 1/2); groups of 4 mix them
+    x = torch.tensor([[0.0, math.log(3.0), 0.0, 0.0]])
+    torch.testing.assert_close(SimNorm(2)(x), torch.tensor([[0.25, 0.75, 0.5, 0.5]]))
+    torch.testing.assert_close(SimNorm(4)(x), torch.tensor([[1.0, 3.0, 1.0, 1.0]]) / 6.0)
+
+
+@pytest.mark.parametrize("where", ["encoder", "obs_head"])
+def test_simnorm_as_the_final_norm(where: str) -> None:
+    """The chosen producer's tokens are softmaxes over groups of 8 (each group sums to 1, from
+    the layer's pre-norm output by hand); the other keeps its LayerNorm (zero mean)."""
+    torch.manual_seed(0)
+    net = UniZeroNetwork((4,), ACTIONS, _cfg(**{f"final_norm_option_in_{where}": "SimNorm"}))
+    obs = torch.randn(3, 4)
+    tokens = net.encode(obs)  # [3, 32]
+    next_tokens = net.latent_head(tokens)  # [3, 32]
+    simplex, layer_normed = (tokens, next_tokens) if where == "encoder" else (next_tokens, tokens)
+    pre = (
+        net.tokenizer.out(net.tokenizer.encoder(obs).flatten(1))
+        if where == "encoder"
+        else net.latent_head[:-1](tokens)
+    )
+    by_hand = pre.exp().view(3, 4, 8)
+    torch.testing.assert_close(simplex, (by_hand / by_hand.sum(-1, keepdim=True)).view(3, 32))
+    torch.testing.assert_close(simplex.view(3, 4, 8).sum(-1), torch.ones(3, 4))
+    torch.testing.assert_close(layer_normed.mean(-1), torch.zeros(3), atol=1e-5, rtol=0)
+
+
+def test_simnorm_groups_must_divide_the_embedding() -> None:
+    with pytest.raises(ValueError, match="simnorm_group_size"):
+        _cfg(final_norm_option_in_encoder="SimNorm", simnorm_group_size=5)
+    _cfg(simnorm_group_size=5)  # unused with LayerNorm: no constraint

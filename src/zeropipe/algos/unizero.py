@@ -120,6 +120,11 @@ class UniZeroFamilyConfig(PolicyConfig):
         """PUCT's settings."""
         return search_config(self, num_simulations)
 
+    def policy_label_eps(self, train_iter: int) -> float:
+        """The share ε of the uniform distribution mixed into the full-A policy target at
+        learner step `train_iter`; 0 here (a type with policy label smoothing overrides it)."""
+        return 0.0
+
 
 class UniZeroConfig(UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
@@ -140,6 +145,33 @@ class UniZeroConfig(UniZeroFamilyConfig):
         description="PUCT ties in eval searches: 'first' as LightZero's unizero eval search "
         "(`mcts_eval_cfg.deterministic = True`, policy/unizero.py:2122), or 'random'.",
     )
+    policy_ls_eps_start: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Policy label smoothing: the policy target becomes (1 − ε)·π + ε/A, with ε "
+        "going linearly from policy_ls_eps_start at learner step 0 to policy_ls_eps_end at "
+        "policy_ls_eps_decay_steps, then staying there; 0 (the default) turns it off whatever "
+        "the end value, as the reference's rule (policy/unizero.py:1174-1187, :1241-1249; "
+        "defaults 0 and 0, :635-639; its Atari segment config's switch sets 0.05 to 0.01).",
+    )
+    policy_ls_eps_end: float = Field(
+        0.0, ge=0.0, le=1.0, description="Policy label smoothing: ε from decay_steps on."
+    )
+    policy_ls_eps_decay_steps: int = Field(
+        50000,
+        ge=1,
+        description="Policy label smoothing: learner steps from the start ε to the end ε "
+        "(reference: 50,000).",
+    )
+
+    def policy_label_eps(self, train_iter: int) -> float:
+        """ε at learner step `train_iter` (counted from 0): start·(1 − p) + end·p with
+        p = min(1, train_iter / decay_steps), or 0 when the start is 0."""
+        if self.policy_ls_eps_start <= 0.0:
+            return 0.0
+        progress = min(1.0, train_iter / self.policy_ls_eps_decay_steps)
+        return self.policy_ls_eps_start * (1.0 - progress) + self.policy_ls_eps_end * progress
 
 
 def unizero_loss(
@@ -156,8 +188,9 @@ def unizero_loss(
         net: the UniZeroNetwork being trained.
         target_net: its EMA copy; encodes the next-latent targets.
         inp: targets and masks; `inp.obs_seq` holds the K+1 stacked observations [B, K+1, ...].
-        cfg: policy settings (world-model loss weights, label smoothing, entropy weight, which
-            steps each term trains and how it is normalised: `loss_masks`).
+        cfg: policy settings (world-model loss weights, label smoothing of the value, reward
+            and policy targets, entropy weight, which steps each term trains and how it is
+            normalised: `loss_masks`).
         train_iter: the learner's iteration, which drives train_iter-dependent schedules.
         policy_terms: `policy_terms(policy output at o_k, inp, k)` -> (policy loss [B],
             entropy [B]), unmasked; None: the cross-entropy against the full-A target.
@@ -168,7 +201,8 @@ def unizero_loss(
         and policy terms train [B] (0 for a sample with none).
     """
     wm = cfg.model.world_model
-    steps = _step_losses(net, target_net, inp, cfg, policy_terms)
+    policy_eps = cfg.policy_label_eps(train_iter)
+    steps = _step_losses(net, target_net, inp, cfg, policy_terms, policy_eps)
     if cfg.loss_masks == "reference":
         terms, step_mask = _reference_means(steps, inp, cfg.model.continuous_actions)
     else:
@@ -204,9 +238,15 @@ class StepLosses:
 
 
 def _step_losses(
-    net, target_net, inp: UnrollInputs, cfg: UniZeroFamilyConfig, policy_terms: PolicyTerms | None
+    net,
+    target_net,
+    inp: UnrollInputs,
+    cfg: UniZeroFamilyConfig,
+    policy_terms: PolicyTerms | None,
+    policy_eps: float = 0.0,
 ) -> StepLosses:
-    """The forward pass and every step's loss terms, before any mask."""
+    """The forward pass and every step's loss terms, before any mask; the full-A policy target
+    smoothed by `policy_eps`."""
     b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
     obs = inp.obs_seq
     tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
@@ -216,7 +256,7 @@ def _step_losses(
     eps = cfg.model.world_model.label_smoothing_eps
     value_cat = scalar_to_two_hot(inp.value_target[:, :k], net.value_support, eps)
     reward_cat = scalar_to_two_hot(inp.reward_target, net.reward_support, eps)
-    policy, ent = _policy_terms(out.policy_logits, inp, policy_terms)
+    policy, ent = _policy_terms(out.policy_logits, inp, policy_terms, policy_eps)
     return StepLosses(
         latent=((out.next_latent - target_latent) ** 2).mean(dim=-1),
         reward=cross_entropy(out.reward_logits, reward_cat),
@@ -284,13 +324,20 @@ def _reference_means(
 
 
 def _policy_terms(
-    policy_out: torch.Tensor, inp: UnrollInputs, policy_terms: PolicyTerms | None
+    policy_out: torch.Tensor,
+    inp: UnrollInputs,
+    policy_terms: PolicyTerms | None,
+    label_eps: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Unmasked policy loss and entropy at every o_k ([B, K] each) from the policy outputs
-    [B, K, ...]: full-A cross-entropy and entropy, or `policy_terms` step by step."""
+    [B, K, ...]: full-A cross-entropy against the target smoothed by `label_eps` (ε: the
+    target is (1 − ε)·π + ε/A) and entropy, or `policy_terms` step by step."""
     k = policy_out.shape[1]
     if policy_terms is None:
-        return cross_entropy(policy_out, inp.policy_target[:, :k]), entropy(policy_out)
+        target = inp.policy_target[:, :k]  # [B, K, A]
+        if label_eps > 0.0:
+            target = (1.0 - label_eps) * target + label_eps / target.shape[-1]
+        return cross_entropy(policy_out, target), entropy(policy_out)
     steps = [policy_terms(policy_out[:, j], inp, j) for j in range(k)]
     return torch.stack([p for p, _ in steps], 1), torch.stack([e for _, e in steps], 1)
 

@@ -197,6 +197,9 @@ PATH_RULES: dict[str, Rule] = {
     "policy.model.frame_stack_num": drop("env.frame_stack says it"),
     "policy.model.gray_scale": drop("env.gray_scale says it"),
     "policy.model.image_channel": drop(_FROM_ENV),
+    "policy.policy_ls_eps_start": to("policy.policy_ls_eps_start", float),
+    "policy.policy_ls_eps_end": to("policy.policy_ls_eps_end", float),
+    "policy.policy_ls_eps_decay_steps": to("policy.policy_ls_eps_decay_steps", int),
     _WM + "policy_entropy_weight": to("policy.policy_entropy_weight"),
     _WM + "context_length": _context_length,
     _WM + "norm_type": to("policy.model.norm_type"),
@@ -215,17 +218,16 @@ PATH_RULES: dict[str, Rule] = {
     _WM + "predict_latent_loss_type": drop_when(
         "mse", "the latent loss is MSE", "only the MSE latent loss here"
     ),
-    _WM + "final_norm_option_in_obs_head": drop_when(
-        "LayerNorm", "the obs head ends in LayerNorm", "the obs head ends in LayerNorm here"
+    _WM + "final_norm_option_in_obs_head": to(
+        "policy.model.world_model.final_norm_option_in_obs_head", str
     ),
-    _WM + "final_norm_option_in_encoder": drop_when(
-        "LayerNorm", "the encoder ends in LayerNorm", "the encoder ends in LayerNorm here"
+    _WM + "final_norm_option_in_encoder": to(
+        "policy.model.world_model.final_norm_option_in_encoder", str
     ),
-    _WM + "rotary_emb": drop_when(
-        False,
-        "learned absolute positions, as here",
-        "positions are learned absolute embeddings here (each window rebuilt exactly)",
-    ),
+    _WM + "group_size": to("policy.model.world_model.simnorm_group_size", int),
+    _WM + "rotary_emb": to("policy.model.world_model.rotary_emb", bool),
+    _WM + "rope_theta": to("policy.model.world_model.rope_theta", float),
+    _WM + "max_seq_len": drop("the rotation table covers the window (context_steps)"),
 }
 
 KEY_RULES: dict[str, Rule] = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from zeropipe.config.section import CONV_ONLY, MLP_ONLY, Section
 
@@ -32,6 +32,40 @@ class WorldModelConfig(Section):
         "dropped and the window rebuilt exactly from its raw tokens.",
     )
     dropout: float = Field(0.1, ge=0.0, lt=1.0, description="Dropout in attention and MLP.")
+    rotary_emb: bool = Field(
+        False,
+        description="Token positions: False, a learned position embedding added to each token; "
+        "True, rotary position embeddings (RoPE, Su et al. 2021) of the queries and keys in "
+        "every attention layer and no learned table, as the reference's world model with "
+        "rotary_emb (its CartPole UniZero config sets it). Attention then depends only on how "
+        "far apart two tokens are; positions count tokens within the window. Needs an even "
+        "embed_dim / num_heads.",
+    )
+    rope_theta: float = Field(
+        10000.0,
+        gt=1.0,
+        description="rotary_emb: the base θ of the rotation frequencies θ^(−2i/d) over a "
+        "head's d dimensions (reference rope_theta: 10000).",
+    )
+    final_norm_option_in_encoder: Literal["LayerNorm", "SimNorm"] = Field(
+        "LayerNorm",
+        description="The last layer of the observation tokenizer: LayerNorm, or SimNorm "
+        "(softmax over consecutive groups of simnorm_group_size features), as the reference's "
+        "encoders with final_norm_option_in_encoder (model/common.py:647-665).",
+    )
+    final_norm_option_in_obs_head: Literal["LayerNorm", "SimNorm"] = Field(
+        "LayerNorm",
+        description="The last layer of the head that predicts the next observation token: "
+        "LayerNorm or SimNorm, as the reference's final_norm_option_in_obs_head "
+        "(model/unizero_world_models/world_model.py:115-120, :464-472). The reference pairs "
+        "SimNorm with a group-KL latent loss; the latent loss here stays MSE.",
+    )
+    simnorm_group_size: int = Field(
+        8,
+        ge=1,
+        description="SimNorm: features per simplex; must divide embed_dim (reference "
+        "group_size: 8).",
+    )
     latent_loss_weight: float = Field(
         10.0, ge=0.0, description="Weight of the next-latent MSE (reference: 10)."
     )
@@ -46,6 +80,19 @@ class WorldModelConfig(Section):
         "the decoded values toward the support's mean by this share, compounded by "
         "bootstrapping: with reward 1 per step, td 5 and γ 0.997 the value's fixed point is ~24.",
     )
+
+    @model_validator(mode="after")
+    def _simnorm_groups_fit(self):
+        uses_simnorm = "SimNorm" in (
+            self.final_norm_option_in_encoder,
+            self.final_norm_option_in_obs_head,
+        )
+        if uses_simnorm and self.embed_dim % self.simnorm_group_size != 0:
+            raise ValueError(
+                f"world_model.simnorm_group_size={self.simnorm_group_size} does not divide "
+                f"embed_dim={self.embed_dim}; pick a divisor of embed_dim for SimNorm"
+            )
+        return self
 
 
 class ModelConfig(Section):

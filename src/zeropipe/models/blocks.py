@@ -11,6 +11,7 @@ from typing import Literal
 from torch import Tensor, nn
 
 NormType = Literal["BN", "LN"]
+TokenNorm = Literal["LayerNorm", "SimNorm"]
 
 
 def has_batch_norm(module: nn.Module) -> bool:
@@ -29,6 +30,27 @@ def norm_1d(dim: int, norm_type: NormType) -> nn.Module:
         The norm layer, acting on [B, dim].
     """
     return nn.BatchNorm1d(dim) if norm_type == "BN" else nn.LayerNorm(dim)
+
+
+class SimNorm(nn.Module):
+    """Simplicial normalisation (Lavoie et al. 2022, "Simplicial Embeddings", §3): the features
+    split into consecutive groups of `group_size`, each replaced by its softmax, so every group
+    is a point on a simplex. No parameters. The reference's `SimNorm` (model/common.py:146-177)."""
+
+    def __init__(self, group_size: int) -> None:
+        """Args: group_size: features per simplex; must divide the feature size."""
+        super().__init__()
+        self.group_size = group_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        """[..., E] -> [..., E], each group of `group_size` features summing to 1."""
+        return x.unflatten(-1, (-1, self.group_size)).softmax(-1).flatten(-2)
+
+
+def token_norm(dim: int, norm: TokenNorm, group_size: int) -> nn.Module:
+    """The last layer of a token producer: LayerNorm(dim), or SimNorm over groups of
+    `group_size` (the reference's `final_norm_option_in_*`)."""
+    return nn.LayerNorm(dim) if norm == "LayerNorm" else SimNorm(group_size)
 
 
 def norm_2d(channels: int, norm_type: NormType) -> nn.Module:

@@ -5,10 +5,11 @@ teacher-forced sequences). UniZero's search carries a window per tree node; pack
 every layer's keys and values and the window length into one float row lets the batched search
 store and gather it like any other latent (`mcts/search.py` keeps a [N, B, ...] store).
 
-Positions are absolute *within the window* (0 = oldest kept token). When a window would overflow,
-it is rebuilt exactly: the newest tokens are kept, re-positioned from 0 and their keys/values
-recomputed from the raw tokens — no approximate re-basing of cached keys (LightZero's legacy
-`pos_emb_diff` path).
+Positions are absolute *within the window* (0 = oldest kept token): a learned embedding added to
+the tokens, or with `rotary_emb` rotary embeddings of the queries and keys (`rotary.py`; then no
+learned table, as the reference's world model). When a window would overflow, it is rebuilt
+exactly: the newest tokens are kept, re-positioned from 0 and their keys/values recomputed from
+the raw tokens — no approximate re-basing of cached keys (LightZero's legacy `pos_emb_diff` path).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from zeropipe.config import ConfigError
+from zeropipe.models.rotary import RotaryEmbedding, Rotation
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,7 +29,7 @@ class Window:
     """An unpacked batch of windows (views into the packed state when unpacked).
 
     Attributes:
-        tokens: raw token embeddings, before the positional embedding; rows hold junk at
+        tokens: raw token embeddings, before any positional embedding; rows hold junk at
             positions >= length.  # [B, C, E]
         keys_values: layer l's keys at index 2l and values at 2l+1; heads split E head-major
             (head h owns columns h·E/H ... (h+1)·E/H − 1).  # [B, 2L, C, E]
@@ -96,7 +98,11 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(dropout)
 
     def forward(
-        self, x: Tensor, positions: Tensor, cache: tuple[Tensor, Tensor] | None
+        self,
+        x: Tensor,
+        positions: Tensor,
+        cache: tuple[Tensor, Tensor] | None,
+        rotation: Rotation | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Attend from new tokens to the window's valid keys.
 
@@ -105,6 +111,8 @@ class CausalSelfAttention(nn.Module):
             positions: window position of each new token.  # [B, m] int64
             cache: the layer's cached (keys, values) [B, C, E] each, or None for a cache-free
                 pass whose positions are 0..m−1.
+            rotation: the new tokens' rotary angles, or None (learned positions): the queries
+                and the keys are rotated before the keys are cached.
 
         Returns:
             (output [B, m, E], keys [B, C', E], values [B, C', E]) with the new keys/values
@@ -112,6 +120,8 @@ class CausalSelfAttention(nn.Module):
         """
         batch, m, embed = x.shape
         q, k, v = self.qkv(x).split(embed, dim=-1)  # [B, m, E] each
+        if rotation is not None:
+            q, k = rotation.apply(q), rotation.apply(k)
         if cache is None:
             keys, values, mask = k, v, None
         else:
@@ -133,11 +143,13 @@ class CausalSelfAttention(nn.Module):
         out = out.transpose(1, 2).reshape(batch, m, embed)
         return self.resid_dropout(self.proj(out)), keys, values
 
-    def keys_values(self, x: Tensor) -> list[Tensor]:
-        """Key and value projections only: normalised tokens -> [keys, values], [B, T, E] each."""
+    def keys_values(self, x: Tensor, rotation: Rotation | None) -> list[Tensor]:
+        """Key and value projections only: normalised tokens -> [keys, values], [B, T, E] each;
+        the keys rotated by `rotation` when given, as `forward` caches them."""
         embed = x.shape[-1]
         kv = F.linear(x, self.qkv.weight[embed:], self.qkv.bias[embed:])  # [B, T, 2E]
-        return list(kv.split(embed, dim=-1))
+        keys, values = kv.split(embed, dim=-1)
+        return [keys if rotation is None else rotation.apply(keys), values]
 
     def _heads(self, x: Tensor) -> Tensor:
         """[B, T, E] -> [B, H, T, E/H]."""
@@ -162,16 +174,20 @@ class TransformerBlock(nn.Module):
         )
 
     def forward(
-        self, x: Tensor, positions: Tensor, cache: tuple[Tensor, Tensor] | None
+        self,
+        x: Tensor,
+        positions: Tensor,
+        cache: tuple[Tensor, Tensor] | None,
+        rotation: Rotation | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """[B, m, E] -> ([B, m, E], keys, values); see `CausalSelfAttention.forward`."""
-        attended, keys, values = self.attn(self.ln_attn(x), positions, cache)
+        attended, keys, values = self.attn(self.ln_attn(x), positions, cache, rotation)
         x = x + attended
         return x + self.mlp(self.ln_mlp(x)), keys, values
 
 
 class CausalTransformer(nn.Module):
-    """GPT-style transformer with learned window positions and a packed, fixed-size KV cache.
+    """GPT-style transformer over window positions and a packed, fixed-size KV cache.
 
     Attributes:
         capacity: C, the window size in tokens.
@@ -188,6 +204,7 @@ class CausalTransformer(nn.Module):
         capacity: int,
         dropout: float,
         block_tokens: int = 2,
+        rope_theta: float | None = None,
     ) -> None:
         """Create the transformer.
 
@@ -195,12 +212,14 @@ class CausalTransformer(nn.Module):
             embed_dim: E.
             num_layers: L blocks.
             num_heads: H, must divide E.
-            capacity: C tokens per window (the positional table size).
+            capacity: C tokens per window (the size of the position table, learned or rotary).
             dropout: attention, residual and MLP dropout.
             block_tokens: tokens per step; rebuilt windows start at a multiple of it.
+            rope_theta: None: a learned position embedding added to the tokens; else rotary
+                embeddings of the queries and keys with this base θ, and no learned table.
 
         Raises:
-            ConfigError: H does not divide E.
+            ConfigError: H does not divide E, or E/H is odd with rotary embeddings.
         """
         super().__init__()
         if embed_dim % num_heads != 0:
@@ -210,7 +229,12 @@ class CausalTransformer(nn.Module):
             )
         self.capacity, self.block_tokens = capacity, block_tokens
         self.layout = WindowLayout(capacity, embed_dim, num_layers)
-        self.position_embedding = nn.Embedding(capacity, embed_dim)
+        self.position_embedding: nn.Embedding | None = None
+        self.rotary: RotaryEmbedding | None = None
+        if rope_theta is None:
+            self.position_embedding = nn.Embedding(capacity, embed_dim)
+        else:
+            self.rotary = RotaryEmbedding(embed_dim // num_heads, capacity, rope_theta)
         self.blocks = nn.ModuleList(
             TransformerBlock(embed_dim, num_heads, dropout) for _ in range(num_layers)
         )
@@ -272,13 +296,13 @@ class CausalTransformer(nn.Module):
         self, tokens: Tensor, positions: Tensor, keys_values: Tensor | None
     ) -> tuple[Tensor, Tensor]:
         """Blocks over new tokens: (outputs [B, m, E], keys/values [B, 2L, C', E])."""
-        x = tokens + self.position_embedding(positions)  # [B, m, E]
+        x, rotation = self._positioned(tokens, positions)  # [B, m, E]
         written: list[Tensor] = []
         for layer, block in enumerate(self.blocks):
             cache = None
             if keys_values is not None:
                 cache = (keys_values[:, 2 * layer], keys_values[:, 2 * layer + 1])
-            x, keys, values = block(x, positions, cache)
+            x, keys, values = block(x, positions, cache, rotation)
             written += [keys, values]
         return self.ln_final(x), torch.stack(written, 1)
 
@@ -318,16 +342,23 @@ class CausalTransformer(nn.Module):
         projection (no attention, MLP or final norm).
         """
         positions = torch.arange(tokens.shape[1], device=tokens.device).expand(len(tokens), -1)
-        x = tokens + self.position_embedding(positions)  # [R, T, E]
+        x, rotation = self._positioned(tokens, positions)  # [R, T, E]
         written: list[Tensor] = []
         last = len(self.blocks) - 1
         for layer, block in enumerate(self.blocks):
             if layer == last:
-                written += block.attn.keys_values(block.ln_attn(x))
+                written += block.attn.keys_values(block.ln_attn(x), rotation)
             else:
-                x, keys, values = block(x, positions, None)
+                x, keys, values = block(x, positions, None, rotation)
                 written += [keys, values]
         return torch.stack(written, 1)
+
+    def _positioned(self, tokens: Tensor, positions: Tensor) -> tuple[Tensor, Rotation | None]:
+        """The blocks' input [B, m, E] and rotation: the learned embedding of `positions` [B, m]
+        added to the tokens, or the tokens unchanged and the rotary angles of `positions`."""
+        if self.rotary is not None:
+            return tokens, self.rotary(positions)
+        return tokens + self.position_embedding(positions), None
 
     def _check_fits(self, num_tokens: int) -> None:
         if num_tokens > self.capacity:

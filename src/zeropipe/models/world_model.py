@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from zeropipe.config import ModelConfig
+from zeropipe.models.blocks import token_norm
 from zeropipe.models.encoders import build_encoder, resolve_kind
 from zeropipe.models.gaussian import GaussianPolicyHead
 from zeropipe.models.heads import zero_linear
@@ -49,7 +50,8 @@ class SequenceOutput:
 
 
 class ObservationTokenizer(nn.Module):
-    """Encoder (models/encoders) → flatten → Linear to E → LayerNorm: one token per observation."""
+    """Encoder (models/encoders) → flatten → Linear to E → LayerNorm or SimNorm: one token per
+    observation."""
 
     def __init__(self, input_shape: tuple[int, ...], embed_dim: int, cfg: ModelConfig) -> None:
         """Create the tokenizer.
@@ -57,12 +59,13 @@ class ObservationTokenizer(nn.Module):
         Args:
             input_shape: one stacked observation without the batch axis.
             embed_dim: E.
-            cfg: encoder sizes and `kind`.
+            cfg: encoder sizes and `kind`; `cfg.world_model` its final norm.
         """
         super().__init__()
+        wm = cfg.world_model
         self.encoder = build_encoder(input_shape, resolve_kind(input_shape, cfg.kind), cfg)
         self.out = nn.Linear(math.prod(self.encoder.latent_shape), embed_dim)
-        self.norm = nn.LayerNorm(embed_dim)
+        self.norm = token_norm(embed_dim, wm.final_norm_option_in_encoder, wm.simnorm_group_size)
 
     def forward(self, obs: Tensor) -> Tensor:
         """[N, *input_shape] (uint8 scaled by 1/255) -> tokens [N, E]."""
@@ -127,7 +130,12 @@ class UniZeroNetwork(nn.Module):
             else nn.Embedding(action_space_size, wm.embed_dim)
         )
         self.transformer = CausalTransformer(
-            wm.embed_dim, wm.num_layers, wm.num_heads, self.context_tokens, wm.dropout
+            wm.embed_dim,
+            wm.num_layers,
+            wm.num_heads,
+            self.context_tokens,
+            wm.dropout,
+            rope_theta=wm.rope_theta if wm.rotary_emb else None,
         )
         self.value_head = _token_head(wm.embed_dim, self.value_support.size)
         self.policy_head: nn.Module = (
@@ -138,12 +146,12 @@ class UniZeroNetwork(nn.Module):
             else _token_head(wm.embed_dim, action_space_size)
         )
         self.reward_head = _token_head(wm.embed_dim, self.reward_support.size)
-        # Not zero-initialised: a zero input to the final LayerNorm has gradient ~1/sqrt(eps).
+        # Not zero-initialised: a zero input to a final LayerNorm has gradient ~1/sqrt(eps).
         self.latent_head = nn.Sequential(
             nn.Linear(wm.embed_dim, wm.embed_dim),
             nn.GELU(),
             nn.Linear(wm.embed_dim, wm.embed_dim),
-            nn.LayerNorm(wm.embed_dim),
+            token_norm(wm.embed_dim, wm.final_norm_option_in_obs_head, wm.simnorm_group_size),
         )
         zero_reward = scalar_to_two_hot(torch.zeros(()), self.reward_support)  # [S_r]
         self.register_buffer(
@@ -159,7 +167,7 @@ class UniZeroNetwork(nn.Module):
             obs: stacked observations; uint8 is scaled by 1/255.  # [N, *input_shape]
 
         Returns:
-            Tokens in the LayerNorm-ed embedding space.  # [N, E]
+            Tokens after the tokenizer's final norm (LayerNorm or SimNorm).  # [N, E]
         """
         return self.tokenizer(obs)
 
