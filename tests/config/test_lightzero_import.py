@@ -111,6 +111,24 @@ def test_cartpole_unizero_imports_its_rotary_embeddings():
     assert lines["policy.model.world_model_cfg.rotary_emb"] == "mapped"
 
 
+def test_unizero_output_clips_import_into_a_valid_config(tmp_path: Path):
+    path = tmp_path / "lz.py"
+    path.write_text(
+        "create_config = dict(policy=dict(type='unizero'))\n"
+        "main_config = dict(env=dict(env_id='CartPole-v0'), policy=dict(\n"
+        "    num_unroll_steps=4, use_encoder_clip_annealing=True,\n"
+        "    latent_norm_clip_threshold=10.0,\n"
+        "    use_head_clip=True, head_clip_config=dict(enabled=False, enabled_heads=['value'],\n"
+        "        head_configs={'value': dict(clip_threshold=20.0, use_annealing=False)})))\n"
+    )
+    policy = import_lightzero(path).raw["policy"]
+    assert policy["use_encoder_clip_annealing"] is True and policy["use_head_clip"] is True
+    assert policy["head_clip"] == {
+        "enabled_heads": ["value"],
+        "value": {"clip_threshold": 20.0, "use_annealing": False},
+    }
+
+
 CTX_MZ = Context("muzero", {"env": {"collector_env_num": 8}, "policy": {"num_unroll_steps": 10}})
 CTX_EZ = Context("efficientzero", {})
 
@@ -162,6 +180,29 @@ CTX_EZ = Context("efficientzero", {})
          "mapped", {"policy.model.world_model.final_norm_option_in_encoder": "SimNorm"}),
         ("policy.model.world_model_cfg.group_size", 8, CTX_MZ, "mapped", {
             "policy.model.world_model.simnorm_group_size": 8,
+        }),
+        ("policy.use_encoder_clip_annealing", True, CTX_MZ, "mapped", {
+            "policy.use_encoder_clip_annealing": True,
+        }),
+        ("policy.encoder_clip_anneal_steps", 100000, CTX_MZ, "mapped", {
+            "policy.encoder_clip_anneal_steps": 100000,
+        }),
+        ("policy.latent_norm_clip_threshold", -1, CTX_MZ, "mapped", {
+            "policy.latent_norm_clip_threshold": 0.0,
+        }),
+        ("policy.use_head_clip", True, CTX_MZ, "mapped", {"policy.use_head_clip": True}),
+        ("policy.head_clip_config", {
+            "enabled": False,
+            "enabled_heads": ["policy", "rewards", "observations"],
+            "head_configs": {"policy": {"use_annealing": False, "clip_threshold": 20.0},
+                             "observations": {"clip_threshold": 5.0}},
+            "monitor_freq": 2,
+            "log_freq": 1000,
+        }, CTX_MZ, "mapped", {
+            "policy.head_clip.enabled_heads": ["policy", "reward"],
+            "policy.head_clip.policy.use_annealing": False,
+            "policy.head_clip.policy.clip_threshold": 20.0,
+            "policy.head_clip.monitor_freq": 2,
         }),
     ],
 )  # fmt: skip

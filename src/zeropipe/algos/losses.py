@@ -70,6 +70,16 @@ class UnrollInputs:
 PolicyTerms = Callable[[torch.Tensor, "UnrollInputs", int], tuple[torch.Tensor, torch.Tensor]]
 
 
+@dataclass(frozen=True, eq=False)
+class WeightScale:
+    """Parameters the learner multiplies by `factor` after the backward pass and before the
+    optimizer step, so the gradient is the one of the weights that computed the loss (UniZero's
+    encoder and head clips, `algos/output_clip.py`)."""
+
+    params: tuple[torch.nn.Parameter, ...]
+    factor: float  # in (0, 1)
+
+
 @dataclass(frozen=True)
 class UnrollLoss:
     """Per-sample loss and what the learner reports."""
@@ -79,6 +89,8 @@ class UnrollLoss:
     terms: dict[str, torch.Tensor]  # batch means of each term, detached
     # [B] detached |TD| a family defines for its PER priorities; None: the root's |v̂_0 − z_0|
     priority_td: torch.Tensor | None = None
+    # weights to scale once the gradient is computed; () for every type without output clips
+    weight_scales: tuple[WeightScale, ...] = ()
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import torch
 from pydantic import Field, model_validator
 
-from zeropipe.algos.losses import PolicyTerms, UnrollInputs, UnrollLoss, cross_entropy, entropy
+from zeropipe.algos.losses import (
+    PolicyTerms,
+    UnrollInputs,
+    UnrollLoss,
+    WeightScale,
+    cross_entropy,
+    entropy,
+)
+from zeropipe.algos.output_clip import OutputClipOptions
 from zeropipe.algos.search_settings import search_config
 from zeropipe.algos.unroll_inputs import unroll_inputs
 from zeropipe.config import PolicyConfig, UniZeroModelConfig
@@ -25,6 +33,7 @@ from zeropipe.mcts import SearchConfig
 from zeropipe.models import (
     KvCacheClock,
     RootContexts,
+    SequenceOutput,
     UniZeroNetwork,
     logits_to_scalar,
     scalar_to_two_hot,
@@ -125,8 +134,15 @@ class UniZeroFamilyConfig(PolicyConfig):
         learner step `train_iter`; 0 here (a type with policy label smoothing overrides it)."""
         return 0.0
 
+    def output_clips(
+        self, net, tokens: torch.Tensor, out: SequenceOutput, train_iter: int
+    ) -> tuple[tuple[WeightScale, ...], dict[str, torch.Tensor]]:
+        """The weights to scale after the backward pass and their metrics; none here (a type
+        with output clips overrides it: `algos/output_clip.py`)."""
+        return (), {}
 
-class UniZeroConfig(UniZeroFamilyConfig):
+
+class UniZeroConfig(OutputClipOptions, UniZeroFamilyConfig):
     """`policy.type: unizero` (Pu et al. 2024)."""
 
     # options added later with a default that changes what a run does, and what a run's
@@ -198,11 +214,16 @@ def unizero_loss(
     Returns:
         UnrollLoss with `per_sample` [B], the root value prediction [B] and, with
         `priority_td: unroll_mean`, the mean |v̂_k − z_k| over the steps the latent, reward
-        and policy terms train [B] (0 for a sample with none).
+        and policy terms train [B] (0 for a sample with none); with the unizero type's output
+        clips, the weights to scale before the optimizer step (`weight_scales`) and what the
+        clips saw among the terms.
     """
     wm = cfg.model.world_model
     policy_eps = cfg.policy_label_eps(train_iter)
-    steps = _step_losses(net, target_net, inp, cfg, policy_terms, policy_eps)
+    b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
+    tokens = net.encode(inp.obs_seq[:, :k].flatten(0, 1)).view(b, k, -1)  # [B, K, E]
+    out = net.sequence(tokens, inp.actions)
+    steps = _step_losses(net, target_net, inp, cfg, tokens, out, policy_terms, policy_eps)
     if cfg.loss_masks == "reference":
         terms, step_mask = _reference_means(steps, inp, cfg.model.continuous_actions)
     else:
@@ -220,8 +241,13 @@ def unizero_loss(
         priority_td = _per_sample_mean(td, step_mask)
     means = {name: t.detach().mean() for name, t in terms.items()}
     means["loss_train_iter"] = torch.tensor(float(train_iter))
+    scales, clip_metrics = cfg.output_clips(net, tokens, out, train_iter)
     return UnrollLoss(
-        per_sample=per_sample, root_value=steps.values[:, 0], terms=means, priority_td=priority_td
+        per_sample=per_sample,
+        root_value=steps.values[:, 0],
+        terms={**means, **clip_metrics},
+        priority_td=priority_td,
+        weight_scales=scales,
     )
 
 
@@ -242,15 +268,15 @@ def _step_losses(
     target_net,
     inp: UnrollInputs,
     cfg: UniZeroFamilyConfig,
+    tokens: torch.Tensor,
+    out: SequenceOutput,
     policy_terms: PolicyTerms | None,
     policy_eps: float = 0.0,
 ) -> StepLosses:
-    """The forward pass and every step's loss terms, before any mask; the full-A policy target
-    smoothed by `policy_eps`."""
-    b, k = inp.actions.shape[:2]  # actions [B, K] indices or [B, K, D] vectors
+    """Every step's loss terms of the forward pass `out` over the observation `tokens`
+    [B, K, E], before any mask; the full-A policy target smoothed by `policy_eps`."""
+    b, k = tokens.shape[:2]
     obs = inp.obs_seq
-    tokens = net.encode(obs[:, :k].flatten(0, 1)).view(b, k, -1)
-    out = net.sequence(tokens, inp.actions)
     with torch.no_grad():
         target_latent = target_net.encode(obs[:, 1 : k + 1].flatten(0, 1)).view(b, k, -1)
     eps = cfg.model.world_model.label_smoothing_eps

@@ -151,6 +151,32 @@ def _cuda(value: Any, _: Context) -> Outcome:
     )
 
 
+def _clip_threshold(value: Any, _: Context) -> Outcome:
+    """The reference's fixed encoder clip: off at any value <= 0, here 0."""
+    return Outcome("mapped", {"policy.latent_norm_clip_threshold": max(0.0, float(value))})
+
+
+# the reference's head names (policy/head_clip_manager.py:100-115): "rewards" is "reward";
+# "observations" is never clipped there (the loss reports no observation logits)
+_HEADS = {"policy": "policy", "value": "value", "reward": "reward", "rewards": "reward"}
+
+
+def _head_clip_config(value: Any, _: Context) -> Outcome:
+    """`head_clip_config`: its heads, their thresholds and monitor_freq (its `enabled` is
+    replaced by use_head_clip and log_freq is a log setting, as there)."""
+    heads = [_HEADS[h] for h in value.get("enabled_heads") or [] if h in _HEADS]
+    targets: dict[str, Any] = {"policy.head_clip.enabled_heads": list(dict.fromkeys(heads))}
+    for head, schedule in (value.get("head_configs") or {}).items():
+        for key, setting in schedule.items():
+            if head in _HEADS:
+                targets[f"policy.head_clip.{_HEADS[head]}.{key}"] = setting
+    if "monitor_freq" in value:
+        targets["policy.head_clip.monitor_freq"] = int(value["monitor_freq"])
+    unread = sorted(set(value.get("enabled_heads") or []) - set(_HEADS))
+    why = f"{', '.join(unread)} never clipped there, left out" if unread else ""
+    return Outcome("mapped", targets, why=why)
+
+
 _FROM_ENV = "zeropipe reads it from env.env_id"
 _CONTEXT = "policy.model.world_model.context_steps"
 _WM = "policy.model.world_model_cfg."
@@ -200,6 +226,14 @@ PATH_RULES: dict[str, Rule] = {
     "policy.policy_ls_eps_start": to("policy.policy_ls_eps_start", float),
     "policy.policy_ls_eps_end": to("policy.policy_ls_eps_end", float),
     "policy.policy_ls_eps_decay_steps": to("policy.policy_ls_eps_decay_steps", int),
+    "policy.use_encoder_clip_annealing": to("policy.use_encoder_clip_annealing", bool),
+    "policy.encoder_clip_anneal_type": to("policy.encoder_clip_anneal_type", str),
+    "policy.encoder_clip_start_value": to("policy.encoder_clip_start_value", float),
+    "policy.encoder_clip_end_value": to("policy.encoder_clip_end_value", float),
+    "policy.encoder_clip_anneal_steps": to("policy.encoder_clip_anneal_steps", int),
+    "policy.latent_norm_clip_threshold": _clip_threshold,
+    "policy.use_head_clip": to("policy.use_head_clip", bool),
+    "policy.head_clip_config": _head_clip_config,
     _WM + "policy_entropy_weight": to("policy.policy_entropy_weight"),
     _WM + "context_length": _context_length,
     _WM + "norm_type": to("policy.model.norm_type"),

@@ -1,10 +1,11 @@
 """The learner: one optimisation step per sampled batch, target-network updates, state for resume.
 
 Runs in: driver. `Learner.step(batch)` computes targets with the target network, the K-step
-unroll loss weighted per sample by the PER importance weights, clips and applies the gradient,
-updates the target network, and returns metrics and new priorities. Every 500 steps it checks
-that the network in eval mode (what acts and bootstraps) still computes the trained one
-(`mode_check`: BatchNorm's running statistics).
+unroll loss weighted per sample by the PER importance weights, clips the gradient, scales the
+weights the loss asks to scale (`UnrollLoss.weight_scales`: UniZero's output clips), takes the
+optimizer step, updates the target network, and returns metrics and new priorities. Every 500
+steps it checks that the network in eval mode (what acts and bootstraps) still computes the
+trained one (`mode_check`: BatchNorm's running statistics).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from zeropipe.algos.losses import WeightScale
 from zeropipe.algos.observation import to_tensor
 from zeropipe.algos.registry import algorithm
 from zeropipe.algos.targets import PolicyWriteback, TargetComputer
@@ -126,6 +128,7 @@ class Learner:
                 f"learner step {self.train_iter + 1}: the gradient norm is {float(grad_norm)} "
                 "(the loss was finite); the weights were not updated"
             )
+        _scale_weights(loss.weight_scales)
         self.optimizer.step()
         self.train_iter += 1
         self._update_target()
@@ -205,6 +208,15 @@ class Learner:
         self.targets.rng.bit_generator.state = state["reanalysis_rng"]
         if "target_graphs" in state:  # a checkpoint before it: the graphs start live
             self.targets.load_graphs_state(state["target_graphs"])
+
+
+@torch.no_grad()
+def _scale_weights(scales: tuple[WeightScale, ...]) -> None:
+    """Multiply each `WeightScale`'s parameters by its factor, between the backward pass and the
+    optimizer step (where the reference's UniZero scales them, policy/unizero.py:1571-1620)."""
+    for scale in scales:
+        for param in scale.params:
+            param.mul_(scale.factor)
 
 
 def reanalysis_search_config(cfg: PolicyConfig):
