@@ -7,7 +7,9 @@ here) and writes
 - `docs/async_time.md`, the whole page: per file, its date, machine, commit and command, its
   `note` (what the command does not show, such as the settings the configs had then), then its
   table as the benchmark prints it (`pace`, `pong`, `learning`, `search-vs-lightzero` and
-  `search-networks` files);
+  `search-networks` files); but a learning file marked `"wall_clock": false` (runs made two at
+  a time or beside other work: its env steps are the figure, its wall seconds are not) is left
+  off this page, and can be no config's `current` file;
 - the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
   of that page is written by hand): per learning file the same header, then success and env
   steps to the threshold per config and pipeline;
@@ -80,7 +82,9 @@ def render() -> str:
     parts = [INTRO, *_current_table()]
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
-        if main_job.SECTION not in data["sections"]:  # the README's quick start shows it
+        if main_job.SECTION in data["sections"]:  # the README's quick start shows it
+            continue
+        if data.get("wall_clock", True):  # a file whose wall seconds are no measurement: not here
             parts.append(_section(path.stem, data))
     return "\n".join(parts)
 
@@ -90,12 +94,15 @@ def current_rows() -> tuple[list[LearningRow], dict[str, str], list[dict]]:
     file): the rows, the file each config's rows came from, and those files' data.
 
     Raises:
-        ValueError: two files name the same config current.
+        ValueError: two files name the same config current, or a file without wall-clock
+            figures names one.
     """
     rows, sources, files = [], {}, []
     for path in sorted(RESULTS.glob("*.json")):
         data = json.loads(path.read_text())
         current = data.get("current", []) if "learning" in data["sections"] else []
+        if current and not data.get("wall_clock", True):
+            raise ValueError(f"{path.stem} has no wall-clock figures; it cannot be current")
         files += [data] if current else []
         for row in learning_rows(data) if current else []:
             stem = Path(row.config).stem

@@ -39,8 +39,9 @@ def config_type(config: str) -> str | None:
     return (yaml.safe_load(path.read_text()).get("policy") or {}).get("type")
 
 
-def type_rows(results: Path) -> dict[str, list[tuple[str, bool, dict[str, Row]]]]:
-    """policy type -> (file stem, current?, {pipeline: row}) per config of that type, by file."""
+def type_rows(results: Path) -> dict[str, list[tuple[str, bool, dict[str, Row], bool]]]:
+    """policy type -> (file stem, current?, {pipeline: row}, wall clock?) per config of that
+    type, by file; a file marked `"wall_clock": false` has no wall-clock figures."""
     by_type: dict[str, list] = {}
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
@@ -54,11 +55,12 @@ def type_rows(results: Path) -> dict[str, list[tuple[str, bool, dict[str, Row]]]
             current = Path(config).stem in data.get("current", [])
             kind = config_type(config)
             if kind is not None:
-                by_type.setdefault(kind, []).append((path.stem, current, pair))
+                timed = data.get("wall_clock", True)
+                by_type.setdefault(kind, []).append((path.stem, current, pair, timed))
     return by_type
 
 
-def section(entries: list[tuple[str, bool, dict[str, Row]]]) -> list[str]:
+def section(entries: list[tuple[str, bool, dict[str, Row], bool]]) -> list[str]:
     """The rendered lines for one type's entries (`type_rows`)."""
     if not entries:
         return ["No run of this type is committed as JSON yet.", ""]
@@ -70,12 +72,13 @@ def section(entries: list[tuple[str, bool, dict[str, Row]]]) -> list[str]:
         "",
         *HEADER,
     ]
-    for stem, current, pair in entries:
+    for stem, current, pair, timed in entries:
         first = next(iter(pair.values()))
+        walls = " / ".join(format_censored(r, WALL) for r in pair.values())
         cells = [
             ", ".join(f"{len(getattr(r, STEPS))}/{r.seeds}" for r in pair.values()),
             " / ".join(format_censored(r, STEPS, ",.0f") for r in pair.values()),
-            " / ".join(format_censored(r, WALL) for r in pair.values()),
+            walls if timed else "not timed",
         ]
         if set(pair) != {"sync", "async"}:
             cells = [f"{' / '.join(pair)}: {cell}" for cell in cells]

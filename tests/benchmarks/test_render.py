@@ -89,7 +89,8 @@ def test_each_results_file_names_its_machine_commit_and_command():
         if main_job.SECTION in data["sections"]:  # the README's quick start, not this page
             assert data["main_job"]["last_line"] in render.README.read_text()
             continue
-        assert f"## {path.stem}" in render.render()
+        if data.get("wall_clock", True):  # else its env steps only: the results page
+            assert f"## {path.stem}" in render.render()
         if "learning" in data["sections"]:
             assert f"### {path.stem}" in render.RESULTS_PAGE.read_text()
 
@@ -119,6 +120,21 @@ def test_a_config_current_in_two_files_is_an_error(tmp_path, monkeypatch):
         (tmp_path / f"{name}.json").write_text(json.dumps(row))
     monkeypatch.setattr(render, "RESULTS", tmp_path)
     with pytest.raises(ValueError, match="cartpole_sampled_muzero is current in a and b"):
+        render.current_rows()
+
+
+def test_a_file_without_wall_clock_figures_shows_none(tmp_path, monkeypatch):
+    data = json.loads((render.RESULTS / "learning_cartpole_two_types_2026-12-07.json").read_text())
+    (tmp_path / "timed.json").write_text(json.dumps({**data, "current": []}))
+    (tmp_path / "untimed.json").write_text(json.dumps({**data, "current": [], "wall_clock": False}))
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    page = render.render()
+    assert "## timed" in page and "## untimed" not in page  # off the wall-clock page
+    entries = render_policies.type_rows(tmp_path)["efficientzero"]
+    rows = [line for line in render_policies.section(entries) if line.startswith("| [")]
+    assert rows[1].endswith(" | not timed |") and not rows[0].endswith(" | not timed |")
+    (tmp_path / "untimed.json").write_text(json.dumps({**data, "wall_clock": False}))
+    with pytest.raises(ValueError, match="untimed has no wall-clock figures"):
         render.current_rows()
 
 
