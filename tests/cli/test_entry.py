@@ -93,3 +93,28 @@ def test_a_ctrl_c_during_a_held_import_is_raised_once_the_import_is_done(tmp_pat
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [said, "handler restored: True"]
+
+
+def test_an_interrupted_cli_main_leaves_the_callers_signal_handlers(monkeypatch):
+    # a test or an application calling the CLI in its own process keeps its handlers: only
+    # the console script ignores late interrupts, for the interpreter's teardown
+    import signal
+
+    from zeropipe.cli import entry
+    from zeropipe.cli import main as cli
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(cli, "_command", interrupted)
+    assert cli.main(["config", "configs/cartpole_muzero.yaml"]) == CLI_EXIT_INTERRUPTED
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    try:
+        monkeypatch.setattr(sys, "argv", ["zeropipe", "config", "configs/cartpole_muzero.yaml"])
+        assert entry.main() == EXIT_INTERRUPTED
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # the console script's exit
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])

@@ -15,11 +15,27 @@ import sys
 EXIT_INTERRUPTED = 130  # the CLI's (cli/main.py), kept here so that this module stays light
 
 
+EXIT_TERMINATED = 143
+
+
 def main() -> int:
-    """Import the CLI and run it; a Ctrl-C during the import exits as the CLI's own would."""
+    """Import the CLI and run it; a Ctrl-C during the import exits as the CLI's own would.
+
+    A run stopped by Ctrl-C or SIGTERM has been cleaned up when the CLI returns; another one
+    while the process exits is ignored. Left to Python, the interpreter's teardown resets SIGINT
+    to the system default, and a second Ctrl-C landing there killed the process by signal
+    instead of letting it exit 130 (or 143). The CLI's `main` itself leaves the handlers as it
+    found them, for callers in the same process."""
     try:
         from zeropipe.cli.main import main as cli_main
+
+        status = cli_main()
     except KeyboardInterrupt:
         print("\nzeropipe: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return cli_main()
+        status = EXIT_INTERRUPTED
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return status

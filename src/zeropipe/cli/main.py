@@ -443,15 +443,25 @@ def _describe(cfg: ExperimentConfig) -> str:
     return describe_config(cfg, atari)
 
 
-def _ignore_late_interrupts() -> None:
-    """The run was stopped and cleaned up (final checkpoint, workers, shared memory): another
-    Ctrl-C or SIGTERM while the process exits is ignored. Left to Python, the interpreter's
-    teardown resets SIGINT to the system default, and a second Ctrl-C landing there killed the
-    process by signal instead of letting it exit 130 (or 143)."""
+def _ignore_late_interrupts() -> tuple[Any, Any]:
+    """While the CLI reports a stopped run, another Ctrl-C or SIGTERM is ignored (a second
+    KeyboardInterrupt there would print a traceback). Returns the handlers it replaced, which
+    `main` puts back before it returns: a caller in the same process (a test, an application
+    embedding the CLI) keeps its own. The console script ignores them again for the
+    interpreter's teardown (cli/entry.py)."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return (
+        signal.signal(signal.SIGINT, signal.SIG_IGN),
+        signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )
+
+
+def _restore_interrupts(previous: tuple[Any, Any]) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, previous[0])
+    signal.signal(signal.SIGTERM, previous[1])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -461,13 +471,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log_to_console(quiet=getattr(args, "quiet", False))
         return _command(args)
     except KeyboardInterrupt as exc:
-        _ignore_late_interrupts()
-        note = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
-        if Terminated.seen:
-            print(f"\nzeropipe: terminated (SIGTERM){note}", file=sys.stderr)
-            return EXIT_TERMINATED
-        print(f"\nzeropipe: interrupted{note}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        previous = _ignore_late_interrupts()
+        try:
+            note = "".join(f"; {n}" for n in getattr(exc, "__notes__", ()))
+            if Terminated.seen:
+                print(f"\nzeropipe: terminated (SIGTERM){note}", file=sys.stderr)
+                return EXIT_TERMINATED
+            print(f"\nzeropipe: interrupted{note}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            _restore_interrupts(previous)
 
 
 def _command(args: argparse.Namespace) -> int:
