@@ -183,13 +183,16 @@ def test_a_ctrl_c_stops_the_running_runs_and_starts_no_queued_one(tmp_path, monk
         finally:
             learning._RUNNING.discard(proc)
 
-    # a Ctrl-C must reach this process as one: an earlier test in it that left SIGINT ignored
-    # (the CLI's main once did) would make the six fake runs sleep out their two minutes each
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # a Ctrl-C as a terminal delivers it: Python's handler (an earlier test in this process may
+    # have left SIGINT ignored; ignored, the six fake runs would sleep out two minutes each)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(learning, "run_one", fake_run_one)
     specs = [RunSpec("c.yaml", "sync", seed, tmp_path / f"s{seed}") for seed in range(6)]
     args = SimpleNamespace(jobs=1, pipelines=["sync"], overrides=[], timeout_s=300.0)
-    with pytest.raises(KeyboardInterrupt):
-        learning._train_all(specs, args)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            learning._train_all(specs, args)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert started == [0]  # the five queued runs never started
     assert [p.poll() for p in procs] == [-signal.SIGTERM]  # the running one was stopped
