@@ -24,7 +24,7 @@ from zeropipe.algos.losses import (
     cross_entropy,
     entropy,
 )
-from zeropipe.algos.output_clip import OutputClipOptions
+from zeropipe.algos.output_clip import OutputClipOptions, annealed_threshold
 from zeropipe.algos.search_settings import search_config
 from zeropipe.algos.unizero_masks import (
     StepLosses,
@@ -191,8 +191,8 @@ class UniZeroConfig(OutputClipOptions, UniZeroFamilyConfig):
         p = min(1, train_iter / decay_steps), or 0 when the start is 0."""
         if self.policy_ls_eps_start <= 0.0:
             return 0.0
-        progress = min(1.0, train_iter / self.policy_ls_eps_decay_steps)
-        return self.policy_ls_eps_start * (1.0 - progress) + self.policy_ls_eps_end * progress
+        start, end = self.policy_ls_eps_start, self.policy_ls_eps_end
+        return annealed_threshold("linear", start, end, self.policy_ls_eps_decay_steps, train_iter)
 
 
 def unizero_loss(
