@@ -183,8 +183,9 @@ def test_a_ctrl_c_stops_the_running_runs_and_starts_no_queued_one(tmp_path, monk
         finally:
             learning._RUNNING.discard(proc)
 
-    # a Ctrl-C as a terminal delivers it: Python's handler (an earlier test in this process may
-    # have left SIGINT ignored; ignored, the six fake runs would sleep out two minutes each)
+    # a Ctrl-C as a terminal delivers it: Python's handler. pytest started as a background job
+    # (`make test &`, nohup) starts with SIGINT ignored, and Python keeps it so; ignored, the six
+    # fake runs would sleep out two minutes each
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(learning, "run_one", fake_run_one)
     specs = [RunSpec("c.yaml", "sync", seed, tmp_path / f"s{seed}") for seed in range(6)]
