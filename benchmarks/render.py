@@ -12,7 +12,7 @@ here) and writes
   off this page, and can be no config's `current` file;
 - the marked section of `docs/results.md` (between `RESULTS_BEGIN` and `RESULTS_END`; the rest
   of that page is written by hand): per learning file the same header, then success and env
-  steps to the threshold per config and pipeline;
+  steps to the threshold per config and pipeline; and its MinAtar matrix (`render_minatar`);
 - the README's headline table (between `README_BEGIN` and `README_END`): the current rows
   (`current_rows`: each config as shipped), their dates, machine and run count, then success and
   wall seconds to the goal, sync against async. No commit there (the README names none); the
@@ -34,7 +34,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks import main_job, render_plots, render_policies, render_search, search_networks
+from benchmarks import main_job, render_minatar, render_plots, render_policies, render_search
 from benchmarks.learning_pace import is_paced, paced_note, paced_rows
 from benchmarks.learning_rows import Row as LearningRow
 from benchmarks.learning_time import (
@@ -47,6 +47,7 @@ from benchmarks.learning_time import (
 )
 from benchmarks.pace import Row as PaceRow
 from benchmarks.pace import format_rows
+from benchmarks.search_networks import NAME as NETWORKS_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -185,7 +186,7 @@ def _section(name: str, data: dict) -> str:
         return "\n".join([*head, *_window_table(data["rows"]), ""])
     if "search-vs-lightzero" in data["sections"]:
         return "\n".join([*head, *_search_table(data), ""])
-    if search_networks.NAME in data["sections"]:
+    if NETWORKS_NAME in data["sections"]:
         return "\n".join([*head, *render_search.networks_table(data), ""])
     rows = learning_rows(data)
     pace = format_pace(rows)
@@ -355,7 +356,12 @@ def pages() -> dict[Path, str]:
     results = RESULTS_PAGE.read_text() if RESULTS_PAGE.is_file() else ""
     return {
         PAGE: render(),
-        RESULTS_PAGE: render_results(results),
+        RESULTS_PAGE: render_minatar.render(
+            render_results(results),
+            current_rows()[0],
+            ROOT / "configs",
+            lambda *marked: _between(*marked, RESULTS_PAGE),
+        ),
         README: render_readme(README.read_text()),
         **render_policies.pages(RESULTS, _between),
     }

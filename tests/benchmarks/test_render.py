@@ -10,8 +10,16 @@ import json
 import re
 
 import pytest
+from benchmarks.learning_rows import Row as LearningRow
 
-from benchmarks import main_job, render, render_plots, render_policies, render_search
+from benchmarks import (
+    main_job,
+    render,
+    render_minatar,
+    render_plots,
+    render_policies,
+    render_search,
+)
 
 
 def test_the_committed_page_is_the_rendered_one():
@@ -136,6 +144,32 @@ def test_a_file_without_wall_clock_figures_shows_none(tmp_path, monkeypatch):
     (tmp_path / "untimed.json").write_text(json.dumps({**data, "wall_clock": False}))
     with pytest.raises(ValueError, match="untimed has no wall-clock figures"):
         render.current_rows()
+
+
+def test_the_minatar_matrix_has_every_config_and_pipeline_and_says_which_are_not_run(tmp_path):
+    for stem in ("minatar_breakout_muzero", "minatar_space_invaders_unizero", "cartpole_muzero"):
+        (tmp_path / f"{stem}.yaml").write_text("")
+    row = LearningRow(
+        config="configs/minatar_breakout_muzero.yaml",
+        pipeline="sync",
+        threshold=1.23,
+        seeds=3,
+        successes=2,
+        envsteps_to_threshold=[4000, 5000],
+        wall_s_to_threshold=[70.0, 80.0],
+        best=[2.0, 3.0, 1.0],
+        final=[1.5, 2.5, 0.5],
+        largest_drop_after_success=[0.0, 0.0],
+        failed_runs=0,
+        process_wall_s_to_goal=[75.0, 85.0],
+    )
+    lines = render_minatar.section([row], sorted(tmp_path.glob("*.yaml")))
+    assert lines[2:] == [  # the seed that never got there counts as slower than both
+        "| Breakout | muzero | sync | 2/3 | 5,000 | 85.0 | 2.00 | 1.50 |",
+        "| Breakout | muzero | async | not run | - | - | - | - |",
+        "| SpaceInvaders | unizero | sync | not run | - | - | - | - |",
+        "| SpaceInvaders | unizero | async | not run | - | - | - | - |",
+    ]
 
 
 def test_each_committed_policy_page_has_its_rendered_results():
